@@ -1,0 +1,88 @@
+# Workspace entry points. `make install` is idempotent and incremental: each package is
+# rebuilt only when one of its files changed (ninja keeps object files in packages/*/build).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+STAMPS := .stamps
+# Dependency order (see WORKSPACE.md).
+PACKAGES := neuron-sim neuron-kernels neuron-ccl torch-neuron
+PRESENT := $(foreach p,$(PACKAGES),$(if $(wildcard packages/$(p)/pyproject.toml),$(p)))
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider
+JOBS ?= 2
+
+pkg_files = $(shell find packages/$(1) -type f -not -path '*/build/*' -not -path '*/__pycache__/*' \
+              -not -path '*/.pytest_cache/*' -not -name '*.so' 2>/dev/null)
+
+.PHONY: install test demo bench test-upstream lint patched-torch clean help test-cpp
+
+help:
+	@echo "make install        create $(VENV), install torch==2.13.0 and every package ($(PRESENT))"
+	@echo "make test           install when needed, run every package's tests and tests/"
+	@echo "make demo           the main job: train a small GPT on 'neuron' and on CPU, side by side"
+	@echo "make bench          benchmarks (ratios against a baseline measured in the same run)"
+	@echo "make test-upstream  PyTorch's device-generic tests against 'neuron'"
+	@echo "make patched-torch  build the patched torch wheel into a separate environment"
+	@echo "make lint           static checks"
+
+$(STAMPS)/venv:
+	@mkdir -p $(STAMPS)
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install torch==2.13.0
+	$(PIP) install -r ci/requirements-dev.txt
+	@touch $@
+
+define PACKAGE_RULE
+$(STAMPS)/$(1): $(STAMPS)/venv $(call pkg_files,$(1)) $(foreach d,$(2),$(STAMPS)/$(d))
+	@echo "== building $(1)"
+	$(PIP) install --no-build-isolation --no-deps ./packages/$(1)
+	@touch $$@
+endef
+$(eval $(call PACKAGE_RULE,neuron-sim,))
+$(eval $(call PACKAGE_RULE,neuron-kernels,neuron-sim))
+$(eval $(call PACKAGE_RULE,neuron-ccl,neuron-sim))
+$(eval $(call PACKAGE_RULE,torch-neuron,$(filter neuron-sim neuron-kernels neuron-ccl,$(PRESENT))))
+
+install: $(foreach p,$(PRESENT),$(STAMPS)/$(p))
+
+test-cpp: install
+	@for p in $(PRESENT); do \
+	  if grep -q "BUILD_TESTS" packages/$$p/CMakeLists.txt 2>/dev/null; then \
+	    opt=$$(grep -o '[A-Z_]*_BUILD_TESTS' packages/$$p/CMakeLists.txt | head -1); \
+	    echo "== ctest $$p"; \
+	    cmake -S packages/$$p -B packages/$$p/build/ctest -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	      -D$$opt=ON -DNSIM_BUILD_PYTHON=OFF -DCMAKE_PREFIX_PATH="$$($(PY) -c 'import pybind11;print(pybind11.get_cmake_dir())')" >/dev/null && \
+	    cmake --build packages/$$p/build/ctest -j $(JOBS) >/dev/null && \
+	    (cd packages/$$p/build/ctest && ctest --output-on-failure -j $(JOBS)) || exit 1; \
+	  fi; \
+	done
+
+test: install test-cpp
+	@set -e; for p in $(PRESENT); do \
+	  echo "== pytest packages/$$p/tests"; \
+	  $(PYTEST) packages/$$p/tests; \
+	done
+	@echo "== pytest tests/"
+	@$(PYTEST) tests
+
+demo: install
+	$(PY) tools/demo/train_char_gpt.py
+
+bench: install
+	$(PY) packages/neuron-sim/bench/bench_runtime.py
+	@if [ -f tools/bench/bench_eager.py ]; then $(PY) tools/bench/bench_eager.py; fi
+
+test-upstream: install
+	@if [ -d tools/upstream ]; then $(PY) -m tools.upstream.run; \
+	 else echo "test-upstream: PyTorch's device-generic OpInfo/ModuleInfo/OptimInfo suites against 'neuron' (tools/upstream, not yet built)"; fi
+
+patched-torch: install
+	@if [ -d tools/patches ]; then $(PY) -m tools.patches build; \
+	 else echo "patched-torch: repack torch 2.13.0 with patches/series applied into .venv-patched (tools/patches, not yet built)"; fi
+
+lint: install
+	$(PY) -m ruff check packages tools tests 2>/dev/null || $(PIP) install ruff && $(PY) -m ruff check packages tools tests
+
+clean:
+	rm -rf $(STAMPS) packages/*/build
