@@ -1,0 +1,37 @@
+// torch.autocast("neuron"): the same cast policy CUDA uses. Ops in torch's
+// lower-precision list run in the autocast dtype (bfloat16 by default on
+// neuron), ops in its fp32 lists run in float32, and the promote list runs in
+// the widest input type.
+#include <ATen/autocast_mode.h>
+#include <torch/library.h>
+
+namespace torch_neuron {
+namespace {
+
+using at::Scalar;
+using at::ScalarType;
+using at::Tensor;
+using c10::IntArrayRef;
+
+TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
+#define NEURON_LOW_PRECISION_FP(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, lower_precision_fp)
+  AT_FORALL_LOWER_PRECISION_FP(NEURON_LOW_PRECISION_FP)
+#define NEURON_FP32(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, fp32)
+  AT_FORALL_FP32(NEURON_FP32)
+#define NEURON_FP32_SET_OPT_DTYPE(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, fp32_set_opt_dtype)
+  AT_FORALL_FP32_SET_OPT_DTYPE(NEURON_FP32_SET_OPT_DTYPE)
+  AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE(KERNEL_DIFFERENT_REDISPATCH_SIGNATURE_PRIVATEUSEONE)
+#define NEURON_PROMOTE(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, promote)
+  AT_FORALL_PROMOTE(NEURON_PROMOTE)
+#undef NEURON_LOW_PRECISION_FP
+#undef NEURON_FP32
+#undef NEURON_FP32_SET_OPT_DTYPE
+#undef NEURON_PROMOTE
+}
+
+}  // namespace
+}  // namespace torch_neuron

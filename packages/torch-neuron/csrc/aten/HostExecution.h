@@ -1,0 +1,66 @@
+// Generic host execution of ATen ops on device memory.
+//
+// An op with no neuron kernel runs its CPU kernel directly on the device bytes:
+// each neuron tensor argument is replaced by a CPU tensor over the host alias of
+// the same memory (zero-copy), device arguments become CPU, neuron generators
+// are replaced by their CPU engines, and while the kernel runs, CPU allocations
+// made on this thread are served from the device's memory. Results are mapped
+// back: an input alias returns the original tensor, a view of an input becomes
+// a view of the device storage, and fresh results adopt their device memory.
+// Nothing is copied except results the kernel placed in foreign host memory.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <c10/util/SmallVector.h>
+
+namespace torch_neuron {
+
+// Runs the op's CPU kernel on the arguments on the stack (boxed fallback).
+void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+
+// Building blocks for hand-written kernels that compute on the host.
+class HostScope {
+ public:
+  explicit HostScope(c10::DeviceIndex device);
+  ~HostScope();
+  HostScope(const HostScope&) = delete;
+  HostScope& operator=(const HostScope&) = delete;
+
+  // CPU tensor over the same memory as `t` (t itself if it is not a neuron tensor).
+  at::Tensor alias(const at::Tensor& t);
+  // Neuron tensor for a result computed on the host inside this scope.
+  at::Tensor result(const at::Tensor& host);
+  // Writes back storage reallocation and metadata changes the host kernel made
+  // to the alias of `device_tensor` (resize_, out= resizing, set_-style re-pointing).
+  void sync_mutated(const at::Tensor& device_tensor);
+  void sync_all();
+  c10::DeviceIndex device() const { return device_; }
+
+ private:
+  struct StoragePair {
+    c10::Storage device;
+    c10::Storage host;
+    void* host_ptr;
+    size_t nbytes;
+  };
+  struct TensorPair {
+    at::Tensor device;
+    at::Tensor host;
+  };
+  c10::Storage host_storage_for(const c10::Storage& device_storage);
+  c10::Storage device_storage_of(const c10::Storage& host_storage);
+  void sync_storage(StoragePair& p);
+  void sync_pair(TensorPair& tp);
+
+  c10::DeviceIndex device_;
+  c10::DeviceIndex prev_exec_device_;
+  c10::SmallVector<StoragePair, 6> storages_;
+  c10::SmallVector<TensorPair, 6> tensors_;
+};
+
+// Installs the CPU allocator interposer (host execution results land in device memory).
+void install_host_allocation_redirect();
+
+}  // namespace torch_neuron

@@ -1,0 +1,188 @@
+#include "aten/OpAccounting.h"
+
+#include <c10/util/Exception.h>
+
+#include "runtime/NeuronRuntime.h"
+#include "runtime/NeuronStream.h"
+
+#include <algorithm>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+namespace torch_neuron {
+namespace {
+
+std::atomic<bool> g_strict{false};
+std::atomic<bool> g_warn{true};
+
+std::mutex g_mutex;
+std::deque<OpInfo> g_infos;  // stable addresses
+std::unordered_map<std::string, OpInfo*> g_by_name;
+std::unordered_map<const void*, OpInfo*> g_by_schema;
+thread_local std::unordered_map<const void*, OpInfo*> t_by_schema;
+
+bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+
+void classify(OpInfo& info, const c10::FunctionSchema* schema) {
+  const std::string base = info.name.substr(0, info.name.find('.'));
+  static const char* kMatmul[] = {"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm",
+                                  "aten::addbmm", "aten::mv", "aten::addmv", "aten::dot",
+                                  "aten::vdot", "aten::_addmm_activation", "aten::matmul",
+                                  "aten::linear", "aten::_int_mm"};
+  for (const char* m : kMatmul) {
+    if (base == m) {
+      info.cls = OpClass::Matmul;
+      info.matrix_arg = (base == "aten::addmm" || base == "aten::baddbmm" || base == "aten::addbmm" ||
+                         base == "aten::addmv" || base == "aten::_addmm_activation")
+                            ? 1
+                            : 0;
+    }
+  }
+  if (base.find("convolution") != std::string::npos || starts_with(base, "aten::conv")) {
+    info.cls = OpClass::Convolution;
+  }
+  static const char* kReductions[] = {"sum", "mean", "max", "min", "amax", "amin", "prod",
+                                      "norm", "var", "std", "argmax", "argmin", "logsumexp",
+                                      "softmax", "_softmax", "_log_softmax", "cumsum", "all", "any"};
+  for (const char* r : kReductions) {
+    if (base == std::string("aten::") + r) info.cls = OpClass::Reduction;
+  }
+  info.accepts_cpu_tensors = base.find("index") != std::string::npos;
+  if (schema) {
+    const auto& rets = schema->returns();
+    bool all_alias = !rets.empty();
+    for (const auto& r : rets) {
+      const auto* ai = r.alias_info();
+      if (!ai || ai->isWrite()) all_alias = false;
+    }
+    for (const auto& a : schema->arguments()) {
+      if (a.alias_info() && a.alias_info()->isWrite()) all_alias = false;
+    }
+    if (all_alias) {
+      info.is_view = true;
+      info.cls = OpClass::View;
+    }
+  }
+}
+
+OpInfo& make_info(const std::string& name, const c10::FunctionSchema* schema) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = g_by_name.find(name);
+  if (it != g_by_name.end()) return *it->second;
+  g_infos.emplace_back();
+  OpInfo& info = g_infos.back();
+  info.name = name;
+  nsimRegisterName(name.c_str(), &info.name_id);
+  classify(info, schema);
+  g_by_name[name] = &info;
+  return info;
+}
+
+std::string full_name(const c10::OperatorName& n) {
+  return n.overload_name.empty() ? n.name : n.name + "." + n.overload_name;
+}
+
+}  // namespace
+
+OpInfo& op_info(const c10::OperatorHandle& op) {
+  const void* key = &op.schema();
+  auto it = t_by_schema.find(key);
+  if (C10_LIKELY(it != t_by_schema.end())) return *it->second;
+  OpInfo* info = &make_info(full_name(op.operator_name()), &op.schema());
+  t_by_schema.emplace(key, info);
+  return *info;
+}
+
+OpInfo& op_info_by_name(const std::string& name) {
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_by_name.find(name);
+    if (it != g_by_name.end()) return *it->second;
+  }
+  auto op = c10::Dispatcher::singleton().findOp(
+      c10::OperatorName(name.substr(0, name.find('.')),
+                        name.find('.') == std::string::npos ? "" : name.substr(name.find('.') + 1)));
+  return make_info(name, op ? &op->schema() : nullptr);
+}
+
+double modelled_duration_ns(c10::DeviceIndex device, OpClass cls, const CostInputs& in,
+                            bool fallback) {
+  if (cls == OpClass::View) return 0.0;
+  const nsimDeviceProperties& p = device_properties(device);
+  double peak = p.vector_flops_fp32;
+  if (cls == OpClass::Matmul || cls == OpClass::Convolution) {
+    peak = in.low_precision ? p.peak_flops_bf16 : p.peak_flops_fp32;
+  }
+  const double bytes = in.bytes_in + in.bytes_out;
+  const double compute_ns = peak > 0 ? in.flops / peak * 1e9 : 0.0;
+  const double memory_ns = p.hbm_bandwidth > 0 ? bytes / p.hbm_bandwidth * 1e9 : 0.0;
+  double ns = p.launch_overhead_ns + std::max(compute_ns, memory_ns);
+  if (fallback && p.host_link_bandwidth > 0) {
+    ns += bytes / p.host_link_bandwidth * 1e9 + 2 * p.dma_fixed_overhead_ns;
+  }
+  return ns;
+}
+
+void count(OpInfo& info, c10::ScalarType dtype, bool native) {
+  const size_t t = static_cast<size_t>(dtype) < OpInfo::kNumTypes ? static_cast<size_t>(dtype)
+                                                                  : OpInfo::kNumTypes - 1;
+  (native ? info.native : info.fallback)[t].fetch_add(1, std::memory_order_relaxed);
+}
+
+void account(OpInfo& info, c10::DeviceIndex device, c10::ScalarType dtype, bool native,
+             const CostInputs& in) {
+  count(info, dtype, native);
+  if (info.is_view) return;
+  const double ns = modelled_duration_ns(device, info.cls, in, !native);
+  NEURON_CHECK(nsimLaunch(current_queue(device), info.name_id,
+                          native ? NSIM_LAUNCH_KERNEL : NSIM_LAUNCH_FALLBACK, ns, nullptr, nullptr));
+}
+
+void set_strict(bool s) { g_strict.store(s); }
+bool strict() { return g_strict.load(std::memory_order_relaxed); }
+void set_warn_fallback(bool w) { g_warn.store(w); }
+
+void on_fallback(OpInfo& info, c10::ScalarType dtype) {
+  if (C10_UNLIKELY(g_strict.load(std::memory_order_relaxed))) {
+    TORCH_CHECK_NOT_IMPLEMENTED(
+        false, "neuron: ", info.name, " (", c10::toString(dtype),
+        ") has no native neuron kernel and would run on the host (CPU fallback). "
+        "TORCH_NEURON_STRICT=1 makes fallbacks errors; unset it (or call "
+        "torch_neuron.set_strict(False)) to allow host execution.");
+  }
+  if (g_warn.load(std::memory_order_relaxed) && !info.warned.exchange(true)) {
+    TORCH_WARN("neuron: ", info.name, " (", c10::toString(dtype),
+               ") has no native neuron kernel; it runs on the host and is counted as a "
+               "fallback (torch_neuron.get_fallback_ops()). This warning is shown once per op; "
+               "TORCH_NEURON_FALLBACK_WARN=0 silences it, TORCH_NEURON_STRICT=1 makes it an error.");
+  }
+}
+
+std::vector<OpCount> op_counts() {
+  std::vector<OpCount> out;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (auto& info : g_infos) {
+    for (size_t t = 0; t < OpInfo::kNumTypes; ++t) {
+      const auto n = info.native[t].load();
+      const auto f = info.fallback[t].load();
+      if (n == 0 && f == 0) continue;
+      const char* dt = t < static_cast<size_t>(c10::ScalarType::NumOptions)
+                           ? c10::toString(static_cast<c10::ScalarType>(t))
+                           : "none";
+      out.push_back(OpCount{info.name, dt, n, f});
+    }
+  }
+  return out;
+}
+
+void clear_op_counts() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (auto& info : g_infos) {
+    for (auto& a : info.native) a.store(0);
+    for (auto& a : info.fallback) a.store(0);
+  }
+}
+
+}  // namespace torch_neuron

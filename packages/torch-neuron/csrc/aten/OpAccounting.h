@@ -1,0 +1,74 @@
+// Per-op accounting and device-time modelling.
+//
+// Every execution on `neuron` is counted per op and dtype as native or
+// fallback, and placed on the current stream's neuron_sim timeline with a
+// modelled duration (see OpCost below).
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/ScalarType.h>
+
+#include <array>
+#include <atomic>
+#include <string>
+#include <vector>
+
+namespace torch_neuron {
+
+enum class OpClass : uint8_t { Elementwise, Reduction, Matmul, Convolution, View, Copy };
+
+struct OpInfo {
+  std::string name;      // "aten::add.Tensor"
+  uint32_t name_id = 0;  // interned in neuron_sim
+  OpClass cls = OpClass::Elementwise;
+  bool is_view = false;             // every return aliases an input without writing
+  bool accepts_cpu_tensors = false; // CUDA accepts CPU tensors for this op (e.g. indices)
+  int matrix_arg = 0;               // Matmul: index of the [.., M, K] operand
+  std::atomic<bool> warned{false};
+  static constexpr size_t kNumTypes = static_cast<size_t>(c10::ScalarType::NumOptions) + 1;
+  std::array<std::atomic<uint64_t>, kNumTypes> native{};
+  std::array<std::atomic<uint64_t>, kNumTypes> fallback{};
+};
+
+OpInfo& op_info(const c10::OperatorHandle& op);
+OpInfo& op_info_by_name(const std::string& name);
+
+struct CostInputs {
+  double flops = 0;
+  double bytes_in = 0;
+  double bytes_out = 0;
+  bool low_precision = false;  // bf16/fp16/fp8 operands
+};
+
+// Modelled device duration in ns of one execution on `device`:
+//   launch overhead + max(flops / peak, bytes / HBM bandwidth),
+// plus, for a host fallback, the round trip of its operands over the host
+// link (bytes / host link bandwidth + one DMA setup per direction). Peak,
+// bandwidths and overheads come from the device profile (neuron_sim).
+double modelled_duration_ns(c10::DeviceIndex device, OpClass cls, const CostInputs& in,
+                            bool fallback);
+
+// Counts the execution and places it on the current stream's timeline.
+void account(OpInfo& info, c10::DeviceIndex device, c10::ScalarType dtype, bool native,
+             const CostInputs& in);
+
+// Counts an execution whose timeline entry neuron_sim already made (copies).
+void count(OpInfo& info, c10::ScalarType dtype, bool native);
+
+// Policy switches (set from Python, which reads the environment registry).
+void set_strict(bool strict);
+bool strict();
+void set_warn_fallback(bool warn);
+// Raises in strict mode; warns once per op otherwise (if enabled).
+void on_fallback(OpInfo& info, c10::ScalarType dtype);
+
+struct OpCount {
+  std::string op;
+  std::string dtype;
+  uint64_t native;
+  uint64_t fallback;
+};
+std::vector<OpCount> op_counts();
+void clear_op_counts();
+
+}  // namespace torch_neuron

@@ -1,0 +1,109 @@
+// Python bindings of the backend (torch_neuron._C). The only translation unit
+// that includes torch/extension.h.
+#include <torch/csrc/Generator.h>
+#include <torch/extension.h>
+
+#include <pthread.h>
+
+#include "aten/HostExecution.h"
+#include "aten/OpAccounting.h"
+#include "runtime/NeuronGenerator.h"
+#include "runtime/NeuronRuntime.h"
+#include "runtime/NeuronStream.h"
+
+namespace py = pybind11;
+
+namespace torch_neuron {
+namespace {
+
+bool g_in_bad_fork = false;
+
+py::dict properties_dict(int device) {
+  const nsimDeviceProperties& p = device_properties(device);
+  py::dict d;
+  d["name"] = std::string(p.name);
+  d["profile"] = std::string(p.profile);
+  d["device"] = p.device;
+  d["chip"] = p.chip;
+  d["logical_core"] = p.logical_core;
+  d["lnc"] = p.lnc;
+  d["physical_cores_per_chip"] = p.physical_cores_per_chip;
+  d["logical_cores_per_chip"] = p.logical_cores_per_chip;
+  d["total_memory"] = p.hbm_capacity;
+  d["hbm_bandwidth"] = p.hbm_bandwidth;
+  d["host_link_bandwidth"] = p.host_link_bandwidth;
+  d["peak_flops_bf16"] = p.peak_flops_bf16;
+  d["peak_flops_fp32"] = p.peak_flops_fp32;
+  d["peak_flops_fp8"] = p.peak_flops_fp8;
+  d["vector_flops_fp32"] = p.vector_flops_fp32;
+  d["tensor_clock_hz"] = p.tensor_clock_hz;
+  d["vector_clock_hz"] = p.vector_clock_hz;
+  d["scalar_clock_hz"] = p.scalar_clock_hz;
+  d["gpsimd_clock_hz"] = p.gpsimd_clock_hz;
+  d["sbuf_partitions"] = p.sbuf_partitions;
+  d["sbuf_bytes_per_partition"] = p.sbuf_bytes_per_partition;
+  d["psum_bytes_per_partition"] = p.psum_bytes_per_partition;
+  d["psum_banks"] = p.psum_banks;
+  d["dma_engines"] = p.dma_engines;
+  d["dma_engine_bandwidth"] = p.dma_engine_bandwidth;
+  d["dma_fixed_overhead_ns"] = p.dma_fixed_overhead_ns;
+  d["launch_overhead_ns"] = p.launch_overhead_ns;
+  d["chip_link_bandwidth"] = p.chip_link_bandwidth;
+  d["major"] = p.compute_capability_major;
+  d["minor"] = p.compute_capability_minor;
+  return d;
+}
+
+}  // namespace
+}  // namespace torch_neuron
+
+PYBIND11_MODULE(_C, m) {
+  using namespace torch_neuron;
+  m.doc() = "Native part of the PyTorch backend for device 'neuron'.";
+
+  m.def("_init", [] {
+    ensure_initialized();
+    install_host_allocation_redirect();
+    static bool registered = [] {
+      pthread_atfork(nullptr, nullptr, [] { g_in_bad_fork = true; });
+      return true;
+    }();
+    (void)registered;
+  });
+  m.def("_is_in_bad_fork", [] { return g_in_bad_fork; });
+  m.def("device_count", [] { return static_cast<int>(device_count()); });
+  m.def("current_device", [] { return static_cast<int>(current_device()); });
+  m.def("set_device", [](int d) { set_current_device(static_cast<c10::DeviceIndex>(d)); });
+  m.def("get_device_properties", [](int d) { return properties_dict(d); });
+  m.def("_get_default_generator", [](int d) {
+    return py::reinterpret_steal<py::object>(
+        THPGenerator_initDefaultGenerator(default_generator(static_cast<c10::DeviceIndex>(d))));
+  });
+  m.def("device_time_ns", [](int d) {
+    check_device_index(d);
+    double t = 0;
+    NEURON_CHECK(nsimDeviceGetTime(d, &t));
+    return t;
+  });
+  m.def("stream_time_ns", [](int d, int64_t stream_id) {
+    double t = 0;
+    NEURON_CHECK(nsimQueueGetTime(
+        queue_of(c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, d),
+                             stream_id)),
+        &t));
+    return t;
+  });
+  m.def("stream_priority", [](int d, int64_t stream_id) {
+    return stream_priority(c10::Stream(c10::Stream::UNSAFE,
+                                       c10::Device(c10::DeviceType::PrivateUse1, d), stream_id));
+  });
+  m.def("op_counts", [] {
+    py::list out;
+    for (const auto& c : op_counts()) out.append(py::make_tuple(c.op, c.dtype, c.native, c.fallback));
+    return out;
+  });
+  m.def("clear_op_counts", &clear_op_counts);
+  m.def("set_strict", &set_strict);
+  m.def("strict", &strict);
+  m.def("set_warn_fallback", &set_warn_fallback);
+}

@@ -1,0 +1,55 @@
+"""The environment variables torch_neuron reads, in one typed registry.
+
+Each entry: name, type, default, meaning. Values are read when used (at import
+for the policy switches, which can also be changed at run time with the
+functions named in the meaning). The simulated device's own variables are in
+neuron_sim's registry (``neuron-ls --env``).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    type: str
+    default: str
+    meaning: str
+
+
+REGISTRY: tuple[EnvVar, ...] = (
+    EnvVar("TORCH_NEURON_STRICT", "bool", "0",
+           "1: an op with no native neuron kernel raises instead of running on the host "
+           "(also torch_neuron.set_strict())."),
+    EnvVar("TORCH_NEURON_FALLBACK_WARN", "bool", "1",
+           "1: warn once per op that runs on the host (fallback); 0: silent "
+           "(also torch_neuron.set_fallback_warnings())."),
+    EnvVar("TORCH_NEURON_DISABLE_WORKAROUNDS", "bool", "0",
+           "1: do not apply torch_neuron's runtime workarounds for known torch bugs "
+           "(see patches/README.md)."),
+    EnvVar("TORCH_DEVICE_BACKEND_AUTOLOAD", "bool", "1",
+           "torch's switch: 0 stops `import torch` from loading torch_neuron automatically."),
+)
+
+_BY_NAME = {v.name: v for v in REGISTRY}
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def get_bool(name: str) -> bool:
+    var = _BY_NAME[name]
+    raw = os.environ.get(name, var.default).strip().lower()
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise ValueError(f"{name}={os.environ.get(name)!r} is not a boolean; use 0 or 1 ({var.meaning})")
+
+
+def markdown_table() -> str:
+    lines = ["| Variable | Type | Default | Meaning |", "|---|---|---|---|"]
+    for v in REGISTRY:
+        lines.append(f"| `{v.name}` | {v.type} | `{v.default}` | {v.meaning} |")
+    return "\n".join(lines)
