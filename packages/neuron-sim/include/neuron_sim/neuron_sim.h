@@ -168,6 +168,8 @@ NSIM_API void* nsimHostToDeviceUnchecked(const void* host_alias);
 NSIM_API nsimError nsimMallocHost(size_t size, void** ptr);
 NSIM_API nsimError nsimFreeHost(void* ptr);
 
+struct nsimEvent_st;
+
 /* --------------------------------------------------------------- queues */
 typedef struct nsimQueue_st* nsimQueue;
 /* Lower value = higher priority, as in CUDA: greatest is -1, least is 0. */

@@ -1,0 +1,95 @@
+#include "fault_injection.h"
+
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
+
+#include "error.h"
+#include "names.h"
+#include "runtime.h"
+
+namespace nsim {
+namespace {
+
+std::atomic<uint64_t> g_alloc_countdown{0};  // 0: disarmed
+std::atomic<bool> g_kernel_faults_armed{false};
+std::mutex g_kernel_mu;
+// name id -> launches left to fail (< 0: every launch)
+std::unordered_map<uint32_t, int>& kernel_faults() {
+  static auto* m = new std::unordered_map<uint32_t, int>();
+  return *m;
+}
+
+}  // namespace
+
+bool consume_alloc_fault() {
+  uint64_t left = g_alloc_countdown.load(std::memory_order_relaxed);
+  while (left != 0) {
+    if (g_alloc_countdown.compare_exchange_weak(left, left - 1)) return left == 1;
+  }
+  return false;
+}
+
+bool consume_kernel_fault(uint32_t name_id) {
+  if (!g_kernel_faults_armed.load(std::memory_order_relaxed)) return false;
+  std::lock_guard<std::mutex> lock(g_kernel_mu);
+  auto& faults = kernel_faults();
+  auto it = faults.find(name_id);
+  if (it == faults.end()) return false;
+  if (it->second > 0 && --it->second == 0) {
+    faults.erase(it);
+    if (faults.empty()) g_kernel_faults_armed.store(false);
+  }
+  return true;
+}
+
+void clear_fault_injection() {
+  g_alloc_countdown.store(0);
+  std::lock_guard<std::mutex> lock(g_kernel_mu);
+  kernel_faults().clear();
+  g_kernel_faults_armed.store(false);
+}
+
+}  // namespace nsim
+
+using namespace nsim;
+
+extern "C" {
+
+NSIM_API nsimError nsimFaultFailNthAlloc(uint64_t n) {
+  if (!runtime_or_error("nsimFaultFailNthAlloc")) return NSIM_ERROR_NOT_INITIALIZED;
+  g_alloc_countdown.store(n);
+  return NSIM_SUCCESS;
+}
+
+NSIM_API nsimError nsimFaultFailKernel(const char* name, int count) {
+  if (!runtime_or_error("nsimFaultFailKernel")) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!name) return set_error(NSIM_ERROR_INVALID_VALUE, "nsimFaultFailKernel: name is NULL");
+  const uint32_t id = intern_name(name);
+  std::lock_guard<std::mutex> lock(g_kernel_mu);
+  auto& faults = kernel_faults();
+  if (count == 0) {
+    faults.erase(id);  // count 0 disarms this name
+  } else {
+    faults[id] = count;
+  }
+  g_kernel_faults_armed.store(!faults.empty());
+  return NSIM_SUCCESS;
+}
+
+NSIM_API nsimError nsimFaultSetDeviceLost(int device) {
+  Runtime* rt = runtime_or_error("nsimFaultSetDeviceLost");
+  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  Device* d = device_or_error(rt, "nsimFaultSetDeviceLost", device);
+  if (!d) return NSIM_ERROR_INVALID_DEVICE;
+  d->lost.store(true);
+  return NSIM_SUCCESS;
+}
+
+NSIM_API nsimError nsimFaultClear(void) {
+  if (!runtime_or_error("nsimFaultClear")) return NSIM_ERROR_NOT_INITIALIZED;
+  clear_fault_injection();
+  return NSIM_SUCCESS;
+}
+
+}  // extern "C"
