@@ -38,6 +38,18 @@ struct RedirectAllocator final : public c10::Allocator {
 };
 RedirectAllocator g_redirect;
 
+c10::DeleterFnPtr g_base_raw_deleter = nullptr;
+
+// raw_deallocate of memory from raw_allocate: the pointer says which allocator
+// served it (host execution may have redirected the allocation).
+void interposed_raw_free(void* p) {
+  if (p && nsimHostToDeviceUnchecked(p)) {
+    redirect_free(p);
+  } else if (g_base_raw_deleter) {
+    g_base_raw_deleter(p);
+  }
+}
+
 // Replaces the process CPU allocator: while a host execution runs on this
 // thread, CPU tensors (the kernel's outputs and scratch) come from device memory.
 struct InterposingCPUAllocator final : public c10::Allocator {
@@ -46,10 +58,7 @@ struct InterposingCPUAllocator final : public c10::Allocator {
     if (t_exec_device >= 0) return g_redirect.allocate(n);
     return base->allocate(n);
   }
-  c10::DeleterFnPtr raw_deleter() const override {
-    // raw_allocate is only valid outside host execution (then base serves it).
-    return base->raw_deleter();
-  }
+  c10::DeleterFnPtr raw_deleter() const override { return &interposed_raw_free; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     base->copy_data(dest, src, count);
   }
@@ -76,6 +85,7 @@ double nbytes_of(const at::Tensor& t) {
 void install_host_allocation_redirect() {
   static bool installed = [] {
     g_interposer.base = c10::GetCPUAllocator();
+    g_base_raw_deleter = g_interposer.base->raw_deleter();
     c10::SetCPUAllocator(&g_interposer, /*priority=*/1);
     return true;
   }();
@@ -372,4 +382,17 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   account(info, device, dtype, /*native=*/false, cost);
 }
 
+}  // namespace torch_neuron
+
+namespace torch_neuron {
+void account_host_kernel(const char* op_name, c10::DeviceIndex device, c10::ScalarType dtype,
+                         double flops, double bytes_in, double bytes_out) {
+  OpInfo& info = op_info_by_name(op_name);
+  CostInputs cost;
+  cost.flops = flops;
+  cost.bytes_in = bytes_in;
+  cost.bytes_out = bytes_out;
+  cost.low_precision = dtype == c10::ScalarType::BFloat16 || dtype == c10::ScalarType::Half;
+  account(info, device, dtype, /*native=*/false, cost);
+}
 }  // namespace torch_neuron

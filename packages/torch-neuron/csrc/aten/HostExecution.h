@@ -64,3 +64,10 @@ class HostScope {
 void install_host_allocation_redirect();
 
 }  // namespace torch_neuron
+
+namespace torch_neuron {
+// Strict-mode check, counting and timeline entry for a hand-written kernel that
+// computes on the host (conv, fused RNN cells, ...). `flops` may be 0.
+void account_host_kernel(const char* op_name, c10::DeviceIndex device, c10::ScalarType dtype,
+                         double flops, double bytes_in, double bytes_out);
+}  // namespace torch_neuron
