@@ -193,9 +193,9 @@ at::Tensor HostScope::result(const at::Tensor& host) {
     }
   }
   c10::Storage ds = device_storage_of(host.storage());
+  // The full constructor adds the autograd and autocast keys (outside inference mode).
   auto t = at::detail::make_tensor<c10::TensorImpl>(
-      c10::TensorImpl::VIEW, std::move(ds), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-      host.dtype());
+      std::move(ds), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), host.dtype());
   t.unsafeGetTensorImpl()->set_sizes_and_strides(host.sizes(), host.strides(),
                                                   host.storage_offset());
   if (host.is_conj()) t._set_conj(true);

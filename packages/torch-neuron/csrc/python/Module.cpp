@@ -97,6 +97,14 @@ PYBIND11_MODULE(_C, m) {
     return stream_priority(c10::Stream(c10::Stream::UNSAFE,
                                        c10::Device(c10::DeviceType::PrivateUse1, d), stream_id));
   });
+  m.def("event_elapsed_ms", [](int64_t start_id, int64_t end_id) {
+    TORCH_CHECK(start_id != 0 && end_id != 0,
+                "Both events must be recorded before calculating elapsed time.");
+    float ms = 0;
+    NEURON_CHECK(nsimEventElapsedTime(&ms, reinterpret_cast<nsimEvent>(start_id),
+                                      reinterpret_cast<nsimEvent>(end_id)));
+    return static_cast<double>(ms);
+  });
   m.def("op_counts", [] {
     py::list out;
     for (const auto& c : op_counts()) out.append(py::make_tuple(c.op, c.dtype, c.native, c.fallback));

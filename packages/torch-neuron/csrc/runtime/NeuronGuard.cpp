@@ -11,6 +11,9 @@ namespace {
 
 constexpr auto kNeuron = c10::DeviceType::PrivateUse1;
 
+// A device without an index (torch.Stream(device="neuron")) means the current one.
+c10::DeviceIndex idx(c10::Device d) { return d.has_index() ? d.index() : current_device(); }
+
 struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   c10::DeviceType type() const override { return kNeuron; }
 
@@ -34,13 +37,13 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     }
   }
 
-  c10::Stream getStream(c10::Device d) const override { return current_stream(d.index()); }
-  c10::Stream getDefaultStream(c10::Device d) const override { return default_stream(d.index()); }
+  c10::Stream getStream(c10::Device d) const override { return current_stream(idx(d)); }
+  c10::Stream getDefaultStream(c10::Device d) const override { return default_stream(idx(d)); }
   c10::Stream getNewStream(c10::Device d, int priority) const override {
-    return new_stream(d.index(), priority);
+    return new_stream(idx(d), priority);
   }
   c10::Stream getStreamFromGlobalPool(c10::Device d, bool high_priority) const override {
-    return stream_from_pool(d.index(), high_priority);
+    return stream_from_pool(idx(d), high_priority);
   }
   c10::Stream exchangeStream(c10::Stream s) const override { return exchange_stream(s); }
   c10::DeviceIndex deviceCount() const noexcept override { return device_count(); }

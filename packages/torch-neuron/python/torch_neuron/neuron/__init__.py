@@ -200,6 +200,10 @@ class Event(torch.Event):
     def wait(self, stream: Optional[torch.Stream] = None) -> None:
         super().wait(current_stream() if stream is None else stream)
 
+    def elapsed_time(self, end_event: torch.Event) -> float:
+        # torch.Event.elapsed_time accepts only the exact torch.Event type.
+        return _C.event_elapsed_ms(self.event_id, end_event.event_id)
+
 
 def current_stream(device: _DeviceLike = None) -> Stream:
     return _wrap_stream(torch.accelerator.current_stream(_index(device)))
