@@ -114,4 +114,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_strict", &set_strict);
   m.def("strict", &strict);
   m.def("set_warn_fallback", &set_warn_fallback);
+  void torch_neuron_bind_distributed(pybind11::module_ & m);  // csrc/distributed/BindingsImpl.h
+  torch_neuron_bind_distributed(m);
 }
+
+#include "distributed/BindingsImpl.h"

@@ -21,13 +21,14 @@ import importlib.abc
 import importlib.machinery
 import inspect
 import logging
-import os
 import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+
+from . import env as _env
 
 DISABLE_ENV = "TORCH_NEURON_DISABLE_WORKAROUNDS"
 
@@ -207,7 +208,7 @@ def install() -> dict[str, str]:
     """
     if _status:
         return dict(_status)
-    disabled = os.environ.get(DISABLE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    disabled = _env.get_bool(DISABLE_ENV)
     for w in _WORKAROUNDS:
         if disabled:
             _status[w.patch_id] = "disabled"

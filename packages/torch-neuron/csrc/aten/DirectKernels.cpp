@@ -1,0 +1,202 @@
+// Unboxed host kernels for the most frequent ops. They compute exactly what the
+// boxed host fallback computes (the CPU kernel over aliases of device memory)
+// but skip boxing and the structured-op wrapper that allocates the output
+// before calling the out= variant, which dominates the cost of small ops.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/add_cpu_dispatch.h>
+#include <ATen/ops/addmm_cpu_dispatch.h>
+#include <ATen/ops/bmm_cpu_dispatch.h>
+#include <ATen/ops/div_cpu_dispatch.h>
+#include <ATen/ops/index_cpu_dispatch.h>
+#include <ATen/ops/mm_cpu_dispatch.h>
+#include <ATen/ops/mul_cpu_dispatch.h>
+#include <ATen/ops/sub_cpu_dispatch.h>
+#include <ATen/ops/sum_cpu_dispatch.h>
+#include <torch/library.h>
+
+#include <optional>
+
+#include "aten/HostExecution.h"
+#include "aten/OpAccounting.h"
+#include "runtime/NeuronRuntime.h"
+
+namespace torch_neuron {
+namespace {
+
+constexpr auto kNeuron = c10::DeviceType::PrivateUse1;
+
+double nbytes(const at::Tensor& t) { return double(t.numel()) * double(t.element_size()); }
+
+class DirectCall {
+ public:
+  DirectCall(OpInfo& info, std::initializer_list<const at::Tensor*> tensors) : info_(info) {
+    for (const at::Tensor* t : tensors) {
+      if (!t->defined()) continue;
+      if (t->device().type() == kNeuron) {
+        if (device_ < 0) {
+          device_ = t->device().index();
+          dtype_ = t->scalar_type();
+        } else {
+          TORCH_CHECK(t->device().index() == device_,
+                      "Expected all tensors to be on the same device, but found at least two "
+                      "devices, neuron:", static_cast<int>(device_), " and ", t->device(),
+                      "! (when running ", info_.name, " on neuron)");
+        }
+      } else if (t->device().is_cpu() && t->dim() > 0 && !info_.accepts_cpu_tensors) {
+        cpu_tensor_ = true;
+      }
+    }
+    TORCH_INTERNAL_ASSERT(device_ >= 0, info_.name, ": no neuron tensor argument");
+    TORCH_CHECK(!cpu_tensor_,
+                "Expected all tensors to be on the same device, but found at least two devices, neuron:",
+                static_cast<int>(device_), " and cpu! (when running ", info_.name, " on neuron)");
+    on_fallback(info_, dtype_);
+    scope_.emplace(device_);
+  }
+
+  at::Tensor in(const at::Tensor& t) {
+    if (t.defined() && t.device().type() == kNeuron) cost_.bytes_in += nbytes(t);
+    return scope_->alias(t);
+  }
+
+  void set_matmul_k(int64_t k) { matmul_k_ = double(k); }
+
+  at::Tensor out(const at::Tensor& host) {
+    at::Tensor r = scope_->result(host);
+    account_result(r);
+    return r;
+  }
+
+  void inplace(const at::Tensor& self) {
+    scope_->sync_mutated(self);
+    account_result(self);
+  }
+
+ private:
+  void account_result(const at::Tensor& r) {
+    cost_.bytes_out = nbytes(r);
+    cost_.low_precision = dtype_ == c10::ScalarType::BFloat16 || dtype_ == c10::ScalarType::Half;
+    cost_.flops = info_.cls == OpClass::Matmul ? 2.0 * double(r.numel()) * matmul_k_
+                                                : std::max(double(r.numel()),
+                                                           cost_.bytes_in / std::max<double>(1, r.element_size()));
+    account(info_, device_, dtype_, /*native=*/false, cost_);
+  }
+
+  OpInfo& info_;
+  c10::DeviceIndex device_ = -1;
+  c10::ScalarType dtype_ = c10::ScalarType::Undefined;
+  bool cpu_tensor_ = false;
+  double matmul_k_ = 0;
+  CostInputs cost_;
+  std::optional<HostScope> scope_;
+};
+
+#define NEURON_OP_INFO(NAME)                 \
+  static OpInfo& info = op_info_by_name(NAME)
+
+at::Tensor add_tensor(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  NEURON_OP_INFO("aten::add.Tensor");
+  DirectCall c(info, {&a, &b});
+  return c.out(at::cpu::add(c.in(a), c.in(b), alpha));
+}
+
+at::Tensor sub_tensor(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  NEURON_OP_INFO("aten::sub.Tensor");
+  DirectCall c(info, {&a, &b});
+  return c.out(at::cpu::sub(c.in(a), c.in(b), alpha));
+}
+
+at::Tensor mul_tensor(const at::Tensor& a, const at::Tensor& b) {
+  NEURON_OP_INFO("aten::mul.Tensor");
+  DirectCall c(info, {&a, &b});
+  return c.out(at::cpu::mul(c.in(a), c.in(b)));
+}
+
+at::Tensor div_tensor(const at::Tensor& a, const at::Tensor& b) {
+  NEURON_OP_INFO("aten::div.Tensor");
+  DirectCall c(info, {&a, &b});
+  return c.out(at::cpu::div(c.in(a), c.in(b)));
+}
+
+at::Tensor& add_inplace(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  NEURON_OP_INFO("aten::add_.Tensor");
+  DirectCall c(info, {&self, &other});
+  at::Tensor h = c.in(self);
+  at::cpu::add_(h, c.in(other), alpha);
+  c.inplace(self);
+  return self;
+}
+
+at::Tensor& mul_inplace(at::Tensor& self, const at::Tensor& other) {
+  NEURON_OP_INFO("aten::mul_.Tensor");
+  DirectCall c(info, {&self, &other});
+  at::Tensor h = c.in(self);
+  at::cpu::mul_(h, c.in(other));
+  c.inplace(self);
+  return self;
+}
+
+at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                   std::optional<at::ScalarType> dtype) {
+  NEURON_OP_INFO("aten::sum.dim_IntList");
+  DirectCall c(info, {&self});
+  return c.out(at::cpu::sum(c.in(self), dim, keepdim, dtype));
+}
+
+at::Tensor mm(const at::Tensor& a, const at::Tensor& b) {
+  NEURON_OP_INFO("aten::mm");
+  DirectCall c(info, {&a, &b});
+  if (a.dim() > 0) c.set_matmul_k(a.size(-1));
+  return c.out(at::cpu::mm(c.in(a), c.in(b)));
+}
+
+at::Tensor bmm(const at::Tensor& a, const at::Tensor& b) {
+  NEURON_OP_INFO("aten::bmm");
+  DirectCall c(info, {&a, &b});
+  if (a.dim() > 0) c.set_matmul_k(a.size(-1));
+  return c.out(at::cpu::bmm(c.in(a), c.in(b)));
+}
+
+at::Tensor addmm(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2,
+                 const at::Scalar& beta, const at::Scalar& alpha) {
+  NEURON_OP_INFO("aten::addmm");
+  DirectCall c(info, {&self, &m1, &m2});
+  if (m1.dim() > 0) c.set_matmul_k(m1.size(-1));
+  return c.out(at::cpu::addmm(c.in(self), c.in(m1), c.in(m2), beta, alpha));
+}
+
+at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
+  NEURON_OP_INFO("aten::index.Tensor");
+  DirectCall c(info, {&self});
+  c10::List<std::optional<at::Tensor>> host_indices;
+  host_indices.reserve(indices.size());
+  for (const std::optional<at::Tensor>& i : indices) {
+    if (i.has_value() && i->defined()) {
+      TORCH_CHECK(i->device().type() != kNeuron || i->device() == self.device(),
+                  "Expected all tensors to be on the same device, but found at least two devices, ",
+                  self.device(), " and ", i->device(), "! (when running aten::index.Tensor on neuron)");
+      host_indices.push_back(c.in(*i));
+    } else {
+      host_indices.push_back(std::nullopt);
+    }
+  }
+  return c.out(at::cpu::index(c.in(self), host_indices));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("add.Tensor", TORCH_FN(add_tensor));
+  m.impl("sub.Tensor", TORCH_FN(sub_tensor));
+  m.impl("mul.Tensor", TORCH_FN(mul_tensor));
+  m.impl("div.Tensor", TORCH_FN(div_tensor));
+  m.impl("add_.Tensor", TORCH_FN(add_inplace));
+  m.impl("mul_.Tensor", TORCH_FN(mul_inplace));
+  m.impl("sum.dim_IntList", TORCH_FN(sum_dim));
+  m.impl("mm", TORCH_FN(mm));
+  m.impl("bmm", TORCH_FN(bmm));
+  m.impl("addmm", TORCH_FN(addmm));
+  m.impl("index.Tensor", TORCH_FN(index_tensor));
+}
+
+}  // namespace torch_neuron
