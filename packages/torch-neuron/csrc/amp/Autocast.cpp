@@ -13,6 +13,18 @@ using at::ScalarType;
 using at::Tensor;
 using c10::IntArrayRef;
 
+// As on CUDA: binary_cross_entropy after a sigmoid is numerically unsafe in low
+// precision, so autocast refuses it and points to the fused, safe variant.
+Tensor binary_cross_entropy_banned(const Tensor&, const Tensor&, const std::optional<Tensor>&,
+                                   int64_t) {
+  TORCH_CHECK(false,
+              "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+              "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+              "In this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\n"
+              "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+              "safe to autocast.");
+}
+
 TORCH_LIBRARY_IMPL(_, AutocastPrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFallthrough());
 }
@@ -27,6 +39,7 @@ TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
   AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE(KERNEL_DIFFERENT_REDISPATCH_SIGNATURE_PRIVATEUSEONE)
 #define NEURON_PROMOTE(...) KERNEL_PRIVATEUSEONE(__VA_ARGS__, promote)
   AT_FORALL_PROMOTE(NEURON_PROMOTE)
+  m.impl(TORCH_SELECTIVE_NAME("aten::binary_cross_entropy"), TORCH_FN(binary_cross_entropy_banned));
 #undef NEURON_LOW_PRECISION_FP
 #undef NEURON_FP32
 #undef NEURON_FP32_SET_OPT_DTYPE

@@ -70,9 +70,7 @@ class DeviceCache {
     Block key{device_, stream, size, 0, nullptr, small};
     Block* block = nullptr;
     auto it = pool.lower_bound(&key);
-    if (it != pool.end() && (*it)->stream == stream &&
-        // Do not carve small requests out of huge cached segments.
-        (small || (*it)->size < size + kMinLargeAlloc || size >= kMinLargeAlloc)) {
+    if (it != pool.end() && (*it)->stream == stream) {
       block = *it;
       take_from_pool(block);
     } else {

@@ -28,6 +28,9 @@ def _check_no_other_backend() -> None:
 
 _check_no_other_backend()
 
+# The native module binds a c10d backend class; its base type is registered when
+# torch.distributed initialises c10d.
+import torch.distributed  # noqa: E402,F401
 from . import _C  # noqa: E402  (loads the native backend: kernels, guard, allocator, hooks)
 from . import env as _env  # noqa: E402
 from . import neuron  # noqa: E402
