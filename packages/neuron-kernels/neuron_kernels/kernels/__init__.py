@@ -1,0 +1,15 @@
+# Copyright 2026 The neuron-kernels Authors. Licensed under the Apache License, Version 2.0.
+"""The kernel library: tile-language kernels for the hot ATen ops."""
+
+from .attention import sdpa_bwd, sdpa_fwd
+from .elementwise import activation_backward, binary, binary_scalar, unary
+from .embedding import cross_entropy, embedding
+from .matmul import bmm, linear, matmul
+from .norm import layer_norm, norm_backward, rms_norm
+from .optim import adamw
+from .reduction import reduce
+from .softmax import log_softmax, softmax
+
+__all__ = ["sdpa_bwd", "sdpa_fwd", "activation_backward", "binary", "binary_scalar", "unary", "cross_entropy", "embedding",
+           "bmm", "linear", "matmul", "layer_norm", "norm_backward", "rms_norm", "adamw", "reduce", "log_softmax",
+           "softmax"]

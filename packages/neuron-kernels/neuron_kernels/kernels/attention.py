@@ -1,0 +1,137 @@
+# Copyright 2026 The neuron-kernels Authors. Licensed under the Apache License, Version 2.0.
+"""Scaled dot-product attention forward, flash-style (online softmax over key blocks).
+
+Per (batch*head, 128-query block): S = Q K^T on TensorE with Q^T [d, 128] stationary and
+K^T [d, 512] moving; ScalarE computes exp(scale*S - m) with its row sum in one
+activation_reduce; P is transposed in 128x128 blocks on TensorE and multiplied with V,
+accumulating the output block in PSUM; rescaling by exp(m_old - m_new) runs on VectorE.
+"""
+
+from __future__ import annotations
+
+from .. import language as nl
+from ._tiling import P, row_blocks
+
+KB = 512          # keys per score tile (one PSUM bank of fp32)
+NEG = -30000.0    # additive mask: exp underflows to 0 in fp32
+
+
+@nl.jit
+def sdpa_fwd(q, k, v, scale=None, causal=False):
+    """out[b] = softmax(scale * q[b] @ k[b]^T (+ causal mask)) @ v[b]; q (B, Sq, d), k/v (B, Sk, d), d <= 128.
+
+    Returns (out, lse) with lse (B, Sq, 1) the row log-sum-exp of the scaled scores.
+    """
+    B, Sq, d = q.shape
+    Sk = k.shape[1]
+    if d > P:
+        raise ValueError(f"head dimension {d} exceeds {P}; split heads")
+    scale = scale if scale is not None else d ** -0.5
+    cdt = "float32" if q.dtype == "float32" else "bfloat16"
+    out = nl.ndarray((B, Sq, d), q.dtype, buffer=nl.shared_hbm)
+    lse_o = nl.ndarray((B, Sq, 1), "float32", buffer=nl.shared_hbm)
+    for b in nl.affine_range(B):
+        for q0, qs in row_blocks(Sq):
+            qT = nl.load_transpose2d(q[b, q0:q0 + qs, :], dtype=cdt)              # [d, qs]
+            m = l = acc = None
+            kend = min(Sk, q0 + qs) if causal else Sk
+            for k0, ks in row_blocks(kend, KB):
+                kT = nl.load_transpose2d(k[b, k0:k0 + ks, :], dtype=cdt)          # [d, ks]
+                s = nl.matmul(qT, kT, transpose_x=True)                            # [qs, ks] fp32 PSUM
+                if causal and k0 + ks > q0:
+                    # keep key j for query i when k0 + j <= q0 + i
+                    rel = nl.iota((qs, ks), "float32", base=q0 - k0, partition_step=1, free_step=-1)
+                    s = nl.add(s, nl.multiply(nl.less(rel, 0.0), NEG))
+                    s = nl.multiply(s, scale)
+                    sc = 1.0
+                else:
+                    sc = scale
+                bm = nl.max(s, axis=1)
+                bm = nl.multiply(bm, sc) if sc != 1.0 else bm
+                m_new = bm if m is None else nl.maximum(m, bm)
+                rowsum = nl.ndarray((qs, 1), "float32")
+                p = nl.activation("exp", s, bias=nl.multiply(m_new, -1.0), scale=sc, dtype=cdt,
+                                  reduce_op="add", reduce_res=rowsum)
+                pv = nl.ndarray((qs, d), "float32", buffer=nl.psum)
+                for j, (j0, js) in enumerate(row_blocks(ks, P)):
+                    pT = nl.copy(nl.transpose(p[:, j0:j0 + js]), dtype=cdt)         # [js, qs]
+                    vt = nl.load(v[b, k0 + j0:k0 + j0 + js, :], dtype=cdt)          # [js, d]
+                    nl.isa.nc_matmul(pv, pT, vt, accumulate=j > 0)
+                if m is None:
+                    l, acc = rowsum, nl.copy(pv, dtype="float32")
+                else:
+                    corr = nl.exp(nl.subtract(m, m_new))
+                    l = nl.add(nl.multiply(l, corr), rowsum)
+                    acc = nl.add(nl.multiply(acc, corr), pv)
+                m = m_new
+            nl.store(out[b, q0:q0 + qs, :], nl.multiply(acc, nl.reciprocal(l), dtype=out.dtype))
+            nl.store(lse_o[b, q0:q0 + qs, :], nl.add(m, nl.log(l)))
+    return out, lse_o
+
+
+@nl.jit
+def sdpa_bwd(q, k, v, out, dout, lse, scale=None, causal=False):
+    """Gradients (dq, dk, dv) of sdpa_fwd, recomputing P = exp(scale * q k^T - lse) per block.
+
+    Per (batch, 128-key block), loop over 128-query blocks: dV += P^T dO and dK += dS^T Q accumulate
+    in PSUM; dQ += dS K accumulates in SBUF across key blocks. dS = P * (dO V^T - rowsum(dO * O)) * scale.
+    """
+    B, Sq, d = q.shape
+    Sk = k.shape[1]
+    if d > P:
+        raise ValueError(f"head dimension {d} exceeds {P}; split heads")
+    scale = scale if scale is not None else d ** -0.5
+    cdt = "float32" if q.dtype == "float32" else "bfloat16"
+    dq_o = nl.ndarray((B, Sq, d), q.dtype, buffer=nl.shared_hbm)
+    dk_o = nl.ndarray((B, Sk, d), k.dtype, buffer=nl.shared_hbm)
+    dv_o = nl.ndarray((B, Sk, d), v.dtype, buffer=nl.shared_hbm)
+    qblocks = row_blocks(Sq)
+    nqb = len(qblocks)
+    for b in nl.affine_range(B):
+        # Per query block: -lse and D = rowsum(dO * O), kept on chip for every key block.
+        neg_lse = nl.ndarray((P, nqb), "float32", bufs=1)
+        dsum = nl.ndarray((P, nqb), "float32", bufs=1)
+        dq_acc = nl.zeros((P, nqb, d), "float32", bufs=1)
+        for i, (q0, qs) in enumerate(qblocks):
+            neg_lse[:qs, i:i + 1] = nl.multiply(nl.load(lse[b, q0:q0 + qs, :]), -1.0)
+            prod = nl.multiply(nl.load(dout[b, q0:q0 + qs, :], dtype="float32"),
+                               nl.load(out[b, q0:q0 + qs, :], dtype="float32"))
+            dsum[:qs, i:i + 1] = nl.sum(prod, axis=1)
+        for k0, ks in row_blocks(Sk):
+            kT = nl.load_transpose2d(k[b, k0:k0 + ks, :], dtype=cdt)                # [d, ks]
+            vT = nl.load_transpose2d(v[b, k0:k0 + ks, :], dtype=cdt)                # [d, ks]
+            kt = nl.load(k[b, k0:k0 + ks, :], dtype=cdt)                            # [ks, d]
+            # PSUM: dK, dV accumulators (1 bank each) + S, dP (2 each) + dS^T, dQ part (1 each) = 8 banks.
+            dk_ps = nl.ndarray((ks, d), "float32", buffer=nl.psum, bufs=1)
+            dv_ps = nl.ndarray((ks, d), "float32", buffer=nl.psum, bufs=1)
+            first = True
+            for i, (q0, qs) in enumerate(qblocks):
+                if causal and q0 + qs <= k0:
+                    continue                                                       # block fully masked
+                qT = nl.load_transpose2d(q[b, q0:q0 + qs, :], dtype=cdt)            # [d, qs]
+                qt = nl.load(q[b, q0:q0 + qs, :], dtype=cdt)                        # [qs, d]
+                doT = nl.load_transpose2d(dout[b, q0:q0 + qs, :], dtype=cdt)        # [d, qs]
+                dot = nl.load(dout[b, q0:q0 + qs, :], dtype=cdt)                    # [qs, d]
+                s = nl.matmul(qT, kT, transpose_x=True)                              # [qs, ks]
+                if causal and k0 + ks > q0:
+                    rel = nl.iota((qs, ks), "float32", base=q0 - k0, partition_step=1, free_step=-1)
+                    s = nl.add(s, nl.multiply(nl.less(rel, 0.0), NEG / scale))
+                p = nl.activation("exp", s, bias=neg_lse[:qs, i:i + 1], scale=scale)   # fp32 probabilities
+                p_c = nl.copy(p, dtype=cdt)
+                nl.isa.nc_matmul(dv_ps, p_c, dot, accumulate=not first)               # dV += P^T dO
+                dp = nl.matmul(doT, vT, transpose_x=True)                            # [qs, ks] = dO V^T
+                ds = nl.multiply(nl.multiply(nl.subtract(dp, dsum[:qs, i:i + 1]), p), scale, dtype=cdt)
+                nl.isa.nc_matmul(dk_ps, ds, qt, accumulate=not first)                # dK += dS^T Q
+                dsT = nl.copy(nl.transpose(ds, bufs=1), dtype=cdt)                   # [ks, qs]
+                dq_part = nl.matmul(dsT, kt, transpose_x=True, bufs=1)               # [qs, d] = dS K
+                dq_acc[:qs, i, :] = nl.add(dq_acc[:qs, i, :], dq_part)
+                first = False
+            if first:                                                              # no query sees these keys
+                nl.store(dk_o[b, k0:k0 + ks, :], nl.zeros((ks, d), dk_o.dtype))
+                nl.store(dv_o[b, k0:k0 + ks, :], nl.zeros((ks, d), dv_o.dtype))
+            else:
+                nl.store(dk_o[b, k0:k0 + ks, :], nl.copy(dk_ps, dtype=dk_o.dtype))
+                nl.store(dv_o[b, k0:k0 + ks, :], nl.copy(dv_ps, dtype=dv_o.dtype))
+        for i, (q0, qs) in enumerate(qblocks):
+            nl.store(dq_o[b, q0:q0 + qs, :], nl.copy(dq_acc[:qs, i, :], dtype=dq_o.dtype))
+    return dq_o, dk_o, dv_o

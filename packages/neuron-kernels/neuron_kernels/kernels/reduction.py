@@ -1,0 +1,50 @@
+# Copyright 2026 The neuron-kernels Authors. Licensed under the Apache License, Version 2.0.
+"""Reductions (sum, mean, max, min) over one dimension of a tensor viewed as [outer, D, inner].
+
+inner == 1: rows on partitions, VectorE reduces along the free dimension in chunks.
+inner > 1: [D, inner] blocks are transposed on TensorE so D lands on the free dimension.
+"""
+
+from __future__ import annotations
+
+from .. import language as nl
+from ._tiling import FCHUNK, P, row_blocks
+
+_COMBINE = {"add": "add", "max": "maximum", "min": "minimum"}
+
+
+def _reduce_rows(x2, out2, op, scale):
+    """out2[r, 0] = reduce_c x2[r, c] for 2-D views."""
+    R, C = x2.shape
+    red = {"add": nl.sum, "max": nl.max, "min": nl.min}[op]
+    comb = getattr(nl, _COMBINE[op])
+    for r0, rs in row_blocks(R):
+        acc = None
+        for c0, cs in row_blocks(C, FCHUNK):
+            part = red(nl.load(x2[r0:r0 + rs, c0:c0 + cs]), axis=1, dtype="float32")
+            acc = part if acc is None else comb(acc, part)
+        nl.store(out2[r0:r0 + rs, :], nl.multiply(acc, scale, dtype=out2.dtype) if scale != 1.0
+                 else nl.copy(acc, dtype=out2.dtype))
+
+
+@nl.jit
+def reduce(x, op="add", scale=1.0, out_dtype=None):
+    """out[o, i] = scale * reduce_d x[o, d, i] for a 3-D view (outer, D, inner); op: add/max/min."""
+    O, D, I = x.shape
+    out = nl.ndarray((O, I), out_dtype or x.dtype, buffer=nl.shared_hbm)
+    if I == 1:
+        _reduce_rows(x.reshape(O, D), out, op, scale)
+        return out
+    out3 = out.reshape(O, I, 1)
+    comb = getattr(nl, _COMBINE[op])
+    red = {"add": nl.sum, "max": nl.max, "min": nl.min}[op]
+    for o in nl.affine_range(O):
+        for i0, is_ in row_blocks(I, P):
+            acc = None
+            for d0, ds in row_blocks(D, P):
+                t = nl.load(x[o, d0:d0 + ds, i0:i0 + is_])
+                part = red(nl.transpose(t), axis=1, dtype="float32")
+                acc = part if acc is None else comb(acc, part)
+            nl.store(out3[o, i0:i0 + is_, :], nl.multiply(acc, scale, dtype=out.dtype) if scale != 1.0
+                     else nl.copy(acc, dtype=out.dtype))
+    return out

@@ -1,0 +1,14 @@
+# Copyright 2026 The neuron-kernels Authors. Licensed under the Apache License, Version 2.0.
+"""Run against the ISA simulator of this source tree.
+
+neuron_sim.isa is pure Python; when the installed neuron_sim predates (or differs from) the
+checkout, search the checkout's package directory first so the tests exercise these sources.
+"""
+
+import os
+
+import neuron_sim
+
+_SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "neuron-sim", "python", "neuron_sim"))
+if _SRC not in neuron_sim.__path__:
+    neuron_sim.__path__.insert(0, _SRC)
