@@ -50,7 +50,16 @@ class DirectCall {
     TORCH_CHECK(!cpu_tensor_,
                 "Expected all tensors to be on the same device, but found at least two devices, neuron:",
                 static_cast<int>(device_), " and cpu! (when running ", info_.name, " on neuron)");
-    on_fallback(info_, dtype_);
+    if (!info_.native_entry.empty()) {
+      std::vector<std::vector<int64_t>> shapes;
+      for (const at::Tensor* t : tensors) {
+        if (t->defined() && t->device().type() == kNeuron) {
+          shapes.emplace_back(t->sizes().begin(), t->sizes().end());
+        }
+      }
+      decide_native(info_, dtype_, shapes, cost_);
+    }
+    if (!cost_.native) on_fallback(info_, dtype_);
     scope_.emplace(device_);
   }
 

@@ -3,6 +3,9 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/library.h>
+
+#include <memory>
 
 #include "aten/OpAccounting.h"
 #include "runtime/NeuronAllocator.h"
@@ -241,9 +244,13 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   c10::DeviceIndex device = -1;
   c10::ScalarType dtype = c10::ScalarType::Undefined;
   const at::Tensor* cpu_tensor = nullptr;
+  std::vector<std::vector<int64_t>> shapes;
+  const bool maybe_native = !info.native_entry.empty();
+  bool is_out_arg = false;  // out= tensors are results, not operands of the kernel
   auto visit = [&](const at::Tensor& t) {
     if (!t.defined()) return;
     if (t.device().type() == kNeuron) {
+      if (maybe_native && !is_out_arg) shapes.emplace_back(t.sizes().begin(), t.sizes().end());
       if (device < 0) {
         device = t.device().index();
       } else if (t.device().index() != device) {
@@ -257,6 +264,8 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   c10::DeviceIndex device_arg = -1;
   for (size_t i = first; i < stack->size(); ++i) {
     const c10::IValue& v = (*stack)[i];
+    const auto* ai = args[i - first].alias_info();
+    is_out_arg = ai && ai->isWrite() && args[i - first].kwarg_only();
     if (v.isTensor()) {
       visit(v.toTensor());
     } else if (v.isTensorList()) {
@@ -280,11 +289,12 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     device_mismatch(info, c10::Device(kNeuron, device).str(), "cpu");
   }
   check_device_index(device);
-  if (!info.is_view) on_fallback(info, dtype);
+  CostInputs cost;
+  if (maybe_native) decide_native(info, dtype, shapes, cost);
+  if (!info.is_view && !cost.native) on_fallback(info, dtype);
 
   // Pass 2: replace arguments by their host forms.
   HostScope scope(device);
-  CostInputs cost;
   cost.low_precision = dtype == c10::ScalarType::BFloat16 || dtype == c10::ScalarType::Half ||
                        dtype == c10::ScalarType::Float8_e4m3fn || dtype == c10::ScalarType::Float8_e5m2;
   double matrix_k = 0, weight_per_out = 0;
@@ -394,5 +404,31 @@ void account_host_kernel(const char* op_name, c10::DeviceIndex device, c10::Scal
   cost.bytes_out = bytes_out;
   cost.low_precision = dtype == c10::ScalarType::BFloat16 || dtype == c10::ScalarType::Half;
   account(info, device, dtype, /*native=*/false, cost);
+}
+}  // namespace torch_neuron
+
+namespace torch_neuron {
+size_t register_functional_host_kernels() {
+  static size_t count = [] {
+    auto& dispatcher = c10::Dispatcher::singleton();
+    static auto* lib = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1,
+                                          __FILE__, __LINE__);
+    size_t n = 0;
+    for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+      if (name.name.rfind("aten::", 0) != 0) continue;
+      auto op = dispatcher.findOp(name);
+      if (!op || op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) continue;
+      if (!op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
+          !op->hasKernelForDispatchKey(c10::DispatchKey::CPU)) {
+        continue;
+      }
+      std::string short_name = name.name.substr(6);
+      if (!name.overload_name.empty()) short_name += "." + name.overload_name;
+      lib->impl(short_name.c_str(), torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
+      ++n;
+    }
+    return n;
+  }();
+  return count;
 }
 }  // namespace torch_neuron

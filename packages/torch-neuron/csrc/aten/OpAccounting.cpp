@@ -25,6 +25,25 @@ thread_local std::unordered_map<const void*, OpInfo*> t_by_schema;
 
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
+std::atomic<NativeEstimator> g_estimator{nullptr};
+std::mutex g_native_mutex;
+std::unordered_map<std::string, double> g_native_cache;  // signature -> ns (<0: not covered)
+
+std::string signature(const OpInfo& info, c10::ScalarType dtype,
+                      const std::vector<std::vector<int64_t>>& shapes) {
+  std::string key = info.native_entry;
+  key += '|';
+  key += std::to_string(static_cast<int>(dtype));
+  for (const auto& s : shapes) {
+    key += '|';
+    for (int64_t d : s) {
+      key += std::to_string(d);
+      key += ',';
+    }
+  }
+  return key;
+}
+
 void classify(OpInfo& info, const c10::FunctionSchema* schema) {
   const std::string base = info.name.substr(0, info.name.find('.'));
   static const char* kMatmul[] = {"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm",
@@ -107,6 +126,50 @@ OpInfo& op_info_by_name(const std::string& name) {
   return make_info(name, op ? &op->schema() : nullptr);
 }
 
+void set_native_estimator(NativeEstimator fn) { g_estimator.store(fn); }
+
+void register_native(const std::string& executed_op, const std::string& entry,
+                     c10::ScalarType dtype) {
+  OpInfo& info = op_info_by_name(executed_op);
+  std::lock_guard<std::mutex> lock(g_native_mutex);
+  info.native_entry = entry;
+  info.native_dtype[static_cast<size_t>(dtype)] = true;
+}
+
+void decide_native(OpInfo& info, c10::ScalarType dtype,
+                   const std::vector<std::vector<int64_t>>& shapes, CostInputs& cost) {
+  cost.native = false;
+  const size_t t = static_cast<size_t>(dtype);
+  NativeEstimator est = g_estimator.load(std::memory_order_relaxed);
+  if (!est || t >= info.native_dtype.size() || !info.native_dtype[t]) return;
+  for (const auto& sh : shapes) {
+    // Tile kernels cover non-empty tensors with at least one dimension.
+    if (sh.empty()) return;
+    for (int64_t d : sh) {
+      if (d == 0) return;
+    }
+  }
+  const std::string key = signature(info, dtype, shapes);
+  double ns;
+  {
+    std::lock_guard<std::mutex> lock(g_native_mutex);
+    auto it = g_native_cache.find(key);
+    if (it != g_native_cache.end()) {
+      ns = it->second;
+      cost.native = ns >= 0;
+      cost.native_ns = ns;
+      return;
+    }
+  }
+  ns = est(info.native_entry, dtype, shapes);
+  {
+    std::lock_guard<std::mutex> lock(g_native_mutex);
+    g_native_cache.emplace(key, ns);
+  }
+  cost.native = ns >= 0;
+  cost.native_ns = ns;
+}
+
 double modelled_duration_ns(c10::DeviceIndex device, OpClass cls, const CostInputs& in,
                             bool fallback) {
   if (cls == OpClass::View) return 0.0;
@@ -133,9 +196,13 @@ void count(OpInfo& info, c10::ScalarType dtype, bool native) {
 
 void account(OpInfo& info, c10::DeviceIndex device, c10::ScalarType dtype, bool native,
              const CostInputs& in) {
+  native = native || in.native;
   count(info, dtype, native);
   if (info.is_view) return;
-  const double ns = modelled_duration_ns(device, info.cls, in, !native);
+  // A native kernel's time is its simulated engine schedule (plus the launch
+  // overhead of the profile); anything else gets the roofline estimate.
+  const double ns = in.native ? device_properties(device).launch_overhead_ns + in.native_ns
+                              : modelled_duration_ns(device, info.cls, in, !native);
   NEURON_CHECK(nsimLaunch(current_queue(device), info.name_id,
                           native ? NSIM_LAUNCH_KERNEL : NSIM_LAUNCH_FALLBACK, ns, nullptr, nullptr));
 }

@@ -25,6 +25,9 @@ struct OpInfo {
   bool accepts_cpu_tensors = false; // CUDA accepts CPU tensors for this op (e.g. indices)
   int matrix_arg = 0;               // Matmul: index of the [.., M, K] operand
   std::atomic<bool> warned{false};
+  // Kernel-library entry serving this op ("" if none) and the dtypes it covers.
+  std::string native_entry;
+  std::array<bool, static_cast<size_t>(c10::ScalarType::NumOptions) + 1> native_dtype{};
   static constexpr size_t kNumTypes = static_cast<size_t>(c10::ScalarType::NumOptions) + 1;
   std::array<std::atomic<uint64_t>, kNumTypes> native{};
   std::array<std::atomic<uint64_t>, kNumTypes> fallback{};
@@ -34,6 +37,8 @@ OpInfo& op_info(const c10::OperatorHandle& op);
 OpInfo& op_info_by_name(const std::string& name);
 
 struct CostInputs {
+  bool native = false;
+  double native_ns = 0;  // the kernel's simulated latency, when native
   double flops = 0;
   double bytes_in = 0;
   double bytes_out = 0;
@@ -51,6 +56,19 @@ double modelled_duration_ns(c10::DeviceIndex device, OpClass cls, const CostInpu
 // Counts the execution and places it on the current stream's timeline.
 void account(OpInfo& info, c10::DeviceIndex device, c10::ScalarType dtype, bool native,
              const CostInputs& in);
+
+// ---- native kernels (neuron_kernels' op table) ----
+// Estimates the kernel's device time (ns) for these input shapes, or returns a
+// negative value when the kernel does not cover the call. Set by the Python layer.
+using NativeEstimator = double (*)(const std::string& entry, c10::ScalarType dtype,
+                                   const std::vector<std::vector<int64_t>>& shapes);
+void set_native_estimator(NativeEstimator fn);
+void register_native(const std::string& executed_op, const std::string& entry,
+                     c10::ScalarType dtype);
+// Decides whether this execution runs on a native kernel; fills cost.native / native_ns.
+// Shape signatures are cached, so the estimator runs once per distinct call shape.
+void decide_native(OpInfo& info, c10::ScalarType dtype,
+                   const std::vector<std::vector<int64_t>>& shapes, CostInputs& cost);
 
 // Counts an execution whose timeline entry neuron_sim already made (copies).
 void count(OpInfo& info, c10::ScalarType dtype, bool native);

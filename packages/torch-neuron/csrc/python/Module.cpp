@@ -1,5 +1,6 @@
 // Python bindings of the backend (torch_neuron._C). The only translation unit
 // that includes torch/extension.h.
+#include <torch/csrc/Dtype.h>
 #include <torch/csrc/Generator.h>
 #include <torch/extension.h>
 
@@ -17,6 +18,14 @@ namespace torch_neuron {
 namespace {
 
 bool g_in_bad_fork = false;
+py::object* g_py_estimator = nullptr;  // intentionally leaked: called until process exit
+
+double estimate_with_python(const std::string& entry, c10::ScalarType dtype,
+                            const std::vector<std::vector<int64_t>>& shapes) {
+  py::gil_scoped_acquire gil;
+  py::object r = (*g_py_estimator)(entry, std::string(c10::toString(dtype)), shapes);
+  return r.cast<double>();
+}
 
 py::dict properties_dict(int device) {
   const nsimDeviceProperties& p = device_properties(device);
@@ -64,6 +73,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_init", [] {
     ensure_initialized();
     install_host_allocation_redirect();
+    register_functional_host_kernels();
     static bool registered = [] {
       pthread_atfork(nullptr, nullptr, [] { g_in_bad_fork = true; });
       return true;
@@ -104,6 +114,27 @@ PYBIND11_MODULE(_C, m) {
     NEURON_CHECK(nsimEventElapsedTime(&ms, reinterpret_cast<nsimEvent>(start_id),
                                       reinterpret_cast<nsimEvent>(end_id)));
     return static_cast<double>(ms);
+  });
+  m.def("set_native_estimator", [](py::object fn) {
+    g_py_estimator = new py::object(std::move(fn));
+    set_native_estimator(&estimate_with_python);
+  });
+  m.def("register_native", [](const std::string& executed_op, const std::string& entry,
+                              py::object dtype) {
+    TORCH_CHECK(THPDtype_Check(dtype.ptr()), "register_native: expected a torch.dtype");
+    register_native(executed_op, entry, reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type);
+  });
+  // Counts one native execution of `op` (a user tile kernel) and places a launch of
+  // launch overhead + kernel_ns, named `op`, on the current stream of `device`.
+  m.def("launch_native_kernel", [](const std::string& op, py::object dtype, int device,
+                                   double kernel_ns) {
+    TORCH_CHECK(THPDtype_Check(dtype.ptr()), "launch_native_kernel: expected a torch.dtype");
+    check_device_index(static_cast<c10::DeviceIndex>(device));
+    CostInputs in;
+    in.native = true;
+    in.native_ns = kernel_ns;
+    account(op_info_by_name(op), static_cast<c10::DeviceIndex>(device),
+            reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type, /*native=*/true, in);
   });
   m.def("op_counts", [] {
     py::list out;

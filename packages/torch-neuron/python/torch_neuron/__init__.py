@@ -44,10 +44,13 @@ _C._init()
 _C.set_strict(_env.get_bool("TORCH_NEURON_STRICT"))
 _C.set_warn_fallback(_env.get_bool("TORCH_NEURON_FALLBACK_WARN"))
 
+from . import _native  # noqa: E402
 from . import _module_compat  # noqa: E402
 from . import _dynamo_interface  # noqa: E402
 from . import amp  # noqa: E402
+from . import distributed  # noqa: E402  (registers the c10d backend "neuron")
 
+_native.install(_C.get_device_properties(0)["profile"] if _C.device_count() else "trn2")
 _module_compat.install()
 _dynamo_interface.install()
 amp.install()
@@ -58,6 +61,9 @@ except ImportError:  # pragma: no cover - the module ships with the package
     _workarounds = None
 if _workarounds is not None:
     _workarounds.install()
+
+
+from .nki import NKIKernel, nki_op, wrap_nki  # noqa: E402
 
 
 def _autoload() -> None:
@@ -83,6 +89,9 @@ def get_fallback_ops() -> dict[str, int]:
 def get_op_stats() -> list[dict]:
     """Per op and dtype: native and fallback execution counts."""
     return [dict(op=op, dtype=dtype, native=n, fallback=f) for op, dtype, n, f in _C.op_counts()]
+
+
+native_rejections = _native.native_rejections
 
 
 def clear_op_tracking() -> None:
