@@ -17,9 +17,20 @@ import torch.distributed as dist
 
 from .. import _C
 
-ProcessGroupNeuron = _C._distributed.ProcessGroupNeuron
-
 BACKEND_NAME = "neuron"
+
+
+def _backend_class():
+    # Bound on first use, not on import: this module may be imported while torch itself is
+    # still importing (device-backend autoload), before c10d's types are usable from here.
+    _C._distributed._init()
+    return _C._distributed.ProcessGroupNeuron
+
+
+def __getattr__(name):
+    if name == "ProcessGroupNeuron":
+        return _backend_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def device_for_local_rank() -> int:
@@ -36,7 +47,7 @@ def device_for_local_rank() -> int:
 def _create_backend(dist_opts, backend_options):
     device = device_for_local_rank()
     torch.neuron.set_device(device)
-    return ProcessGroupNeuron(
+    return _backend_class()(
         dist_opts.store,
         dist_opts.group_rank,
         dist_opts.group_size,

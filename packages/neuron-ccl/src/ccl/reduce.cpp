@@ -1,0 +1,315 @@
+#include "reduce.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace neuron_ccl {
+namespace {
+
+inline float bf16_to_float(uint16_t h) {
+  uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint16_t float_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);                                       // round to nearest even
+  return uint16_t(u >> 16);
+}
+inline float fp16_to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, u;
+  if (exp == 0) {
+    if (man == 0) {
+      u = sign;
+    } else {  // subnormal: renormalise
+      exp = 127 - 15 + 1;
+      while (!(man & 0x400u)) { man <<= 1; --exp; }
+      u = sign | (exp << 23) | ((man & 0x3ffu) << 13);
+    }
+  } else if (exp == 0x1f) {
+    u = sign | 0x7f800000u | (man << 13);
+  } else {
+    u = sign | ((exp + 127 - 15) << 23) | (man << 13);
+  }
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint16_t float_to_fp16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint16_t sign = uint16_t((u >> 16) & 0x8000u);
+  u &= 0x7fffffffu;
+  if (u > 0x7f800000u) return sign | 0x7e00u;
+  if (u >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: infinity
+  if (u < 0x38800000u) {                         // subnormal or zero in half
+    float a;
+    std::memcpy(&a, &u, 4);
+    // Scale so the half subnormal unit becomes 1, round to nearest even in float.
+    const float scaled = a * 16777216.0f;  // 2^24
+    return sign | uint16_t(std::nearbyint(scaled));
+  }
+  const uint32_t mant_odd = (u >> 13) & 1u;
+  u += 0xfffu + mant_odd;
+  return sign | uint16_t(((u >> 23) - 127 + 15) << 10 | ((u >> 13) & 0x3ffu));
+}
+
+// Storage type T, accumulation type A, and conversions between them.
+template <typename T> struct Plain {
+  using A = T;
+  static A load(T v) { return v; }
+  static T store(A v) { return v; }
+};
+struct BF16 {
+  using A = float;
+  static A load(uint16_t v) { return bf16_to_float(v); }
+  static uint16_t store(A v) { return float_to_bf16(v); }
+};
+struct FP16 {
+  using A = float;
+  static A load(uint16_t v) { return fp16_to_float(v); }
+  static uint16_t store(A v) { return float_to_fp16(v); }
+};
+
+template <typename A> inline A nan_max(A a, A b) {
+  if constexpr (std::is_floating_point_v<A>) {
+    if (std::isnan(a)) return a;
+    if (std::isnan(b)) return b;
+  }
+  return a > b ? a : b;
+}
+template <typename A> inline A nan_min(A a, A b) {
+  if constexpr (std::is_floating_point_v<A>) {
+    if (std::isnan(a)) return a;
+    if (std::isnan(b)) return b;
+  }
+  return a < b ? a : b;
+}
+
+template <typename T, typename C, typename F>
+void combine(T* out, const void* const* in, int n, size_t count, F f, double scale, bool scaled) {
+  using A = typename C::A;
+  const T* in0 = static_cast<const T*>(in[0]);
+  if (n == 2 && !scaled) {  // the common case: one pass, vectorisable
+    const T* in1 = static_cast<const T*>(in[1]);
+    for (size_t i = 0; i < count; ++i) out[i] = C::store(f(C::load(in0[i]), C::load(in1[i])));
+    return;
+  }
+  constexpr size_t kBlock = 1024;
+  A acc[kBlock];
+  for (size_t b = 0; b < count; b += kBlock) {
+    const size_t m = std::min(kBlock, count - b);
+    for (size_t i = 0; i < m; ++i) acc[i] = C::load(in0[b + i]);
+    for (int k = 1; k < n; ++k) {
+      const T* p = static_cast<const T*>(in[k]) + b;
+      for (size_t i = 0; i < m; ++i) acc[i] = f(acc[i], C::load(p[i]));
+    }
+    if (scaled) {
+      for (size_t i = 0; i < m; ++i) acc[i] = static_cast<A>(acc[i] * scale);
+    }
+    for (size_t i = 0; i < m; ++i) out[b + i] = C::store(acc[i]);
+  }
+}
+
+template <typename T, typename C>
+void reduce_float(void* out, const void* const* in, int n, size_t count, const Reduction& red,
+                  int world) {
+  using A = typename C::A;
+  T* o = static_cast<T*>(out);
+  switch (red.op) {
+    case ReduceOp::kSum:
+      return combine<T, C>(o, in, n, count, [](A a, A b) { return A(a + b); }, 1.0, false);
+    case ReduceOp::kAvg:
+      return combine<T, C>(o, in, n, count, [](A a, A b) { return A(a + b); }, 1.0 / world, true);
+    case ReduceOp::kPremulSum:
+      return combine<T, C>(o, in, n, count, [](A a, A b) { return A(a + b); }, red.premul_factor,
+                           true);
+    case ReduceOp::kProduct:
+      return combine<T, C>(o, in, n, count, [](A a, A b) { return A(a * b); }, 1.0, false);
+    case ReduceOp::kMin:
+      return combine<T, C>(o, in, n, count, [](A a, A b) { return nan_min(a, b); }, 1.0, false);
+    case ReduceOp::kMax:
+      return combine<T, C>(o, in, n, count, [](A a, A b) { return nan_max(a, b); }, 1.0, false);
+    default:
+      break;
+  }
+}
+
+template <typename T>
+void reduce_int(void* out, const void* const* in, int n, size_t count, const Reduction& red,
+                int world) {
+  using C = Plain<T>;
+  using U = std::make_unsigned_t<T>;  // wrap-around arithmetic without undefined behaviour
+  T* o = static_cast<T*>(out);
+  auto add = [](T a, T b) { return T(U(a) + U(b)); };
+  switch (red.op) {
+    case ReduceOp::kSum:
+      return combine<T, C>(o, in, n, count, add, 1.0, false);
+    case ReduceOp::kAvg: {
+      combine<T, C>(o, in, n, count, add, 1.0, false);
+      for (size_t i = 0; i < count; ++i) o[i] = T(o[i] / T(world));
+      return;
+    }
+    case ReduceOp::kProduct:
+      return combine<T, C>(o, in, n, count, [](T a, T b) { return T(U(a) * U(b)); }, 1.0, false);
+    case ReduceOp::kMin:
+      return combine<T, C>(o, in, n, count, [](T a, T b) { return a < b ? a : b; }, 1.0, false);
+    case ReduceOp::kMax:
+      return combine<T, C>(o, in, n, count, [](T a, T b) { return a > b ? a : b; }, 1.0, false);
+    case ReduceOp::kBand:
+      return combine<T, C>(o, in, n, count, [](T a, T b) { return T(a & b); }, 1.0, false);
+    case ReduceOp::kBor:
+      return combine<T, C>(o, in, n, count, [](T a, T b) { return T(a | b); }, 1.0, false);
+    case ReduceOp::kBxor:
+      return combine<T, C>(o, in, n, count, [](T a, T b) { return T(a ^ b); }, 1.0, false);
+    default:
+      break;
+  }
+}
+
+void reduce_bool(void* out, const void* const* in, int n, size_t count, const Reduction& red) {
+  using C = Plain<uint8_t>;
+  uint8_t* o = static_cast<uint8_t*>(out);
+  switch (red.op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kMax:
+    case ReduceOp::kBor:
+      return combine<uint8_t, C>(o, in, n, count, [](uint8_t a, uint8_t b) { return uint8_t(a | b); },
+                                 1.0, false);
+    case ReduceOp::kProduct:
+    case ReduceOp::kMin:
+    case ReduceOp::kBand:
+      return combine<uint8_t, C>(o, in, n, count, [](uint8_t a, uint8_t b) { return uint8_t(a & b); },
+                                 1.0, false);
+    case ReduceOp::kBxor:
+      return combine<uint8_t, C>(o, in, n, count, [](uint8_t a, uint8_t b) { return uint8_t(a ^ b); },
+                                 1.0, false);
+    default:
+      break;
+  }
+}
+
+bool is_float(DataType dt) {
+  return dt == DataType::kFloat32 || dt == DataType::kFloat64 || dt == DataType::kFloat16 ||
+         dt == DataType::kBFloat16;
+}
+
+}  // namespace
+
+void check_reduction(DataType dt, const Reduction& red, const char* op) {
+  const bool bitwise = red.op == ReduceOp::kBand || red.op == ReduceOp::kBor || red.op == ReduceOp::kBxor;
+  if (bitwise && is_float(dt)) {
+    throw Error(Error::kInvalidArgument,
+                std::string("neuron_ccl ") + op + ": reduce op " + reduce_op_name(red.op) +
+                    " is defined for integer and bool tensors only, got " + dtype_name(dt));
+  }
+  if ((red.op == ReduceOp::kPremulSum || red.op == ReduceOp::kAvg) && dt == DataType::kBool) {
+    throw Error(Error::kInvalidArgument, std::string("neuron_ccl ") + op + ": reduce op " +
+                                             reduce_op_name(red.op) + " is not defined for bool");
+  }
+  if (red.op == ReduceOp::kPremulSum && !is_float(dt)) {
+    throw Error(Error::kInvalidArgument,
+                std::string("neuron_ccl ") + op +
+                    ": PREMUL_SUM needs a floating-point dtype (the factor is real), got " +
+                    dtype_name(dt) + "; scale integer tensors before a SUM instead");
+  }
+  if (static_cast<int>(red.op) < 0 || red.op >= ReduceOp::kCount_) {
+    throw Error(Error::kInvalidArgument, std::string("neuron_ccl ") + op + ": unknown reduce op");
+  }
+}
+
+void reduce_buffers(void* out, const void* const* in, int n, size_t count, DataType dt,
+                    const Reduction& red, int world) {
+  if (n == 1 && red.op != ReduceOp::kAvg && red.op != ReduceOp::kPremulSum) {
+    if (out != in[0]) std::memmove(out, in[0], count * dtype_size(dt));
+    return;
+  }
+  switch (dt) {
+    case DataType::kFloat32: return reduce_float<float, Plain<float>>(out, in, n, count, red, world);
+    case DataType::kFloat64: return reduce_float<double, Plain<double>>(out, in, n, count, red, world);
+    case DataType::kBFloat16: return reduce_float<uint16_t, BF16>(out, in, n, count, red, world);
+    case DataType::kFloat16: return reduce_float<uint16_t, FP16>(out, in, n, count, red, world);
+    case DataType::kInt8: return reduce_int<int8_t>(out, in, n, count, red, world);
+    case DataType::kUInt8: return reduce_int<uint8_t>(out, in, n, count, red, world);
+    case DataType::kInt16: return reduce_int<int16_t>(out, in, n, count, red, world);
+    case DataType::kInt32: return reduce_int<int32_t>(out, in, n, count, red, world);
+    case DataType::kInt64: return reduce_int<int64_t>(out, in, n, count, red, world);
+    case DataType::kBool: return reduce_bool(out, in, n, count, red);
+    default: break;
+  }
+  throw Error(Error::kInvalidArgument, "neuron_ccl: unknown dtype in reduction");
+}
+
+void stream_bytes(void* dst, const void* src, size_t bytes) {
+  auto* d = static_cast<char*>(dst);
+  const auto* s = static_cast<const char*>(src);
+  const size_t head = std::min(bytes, (16 - (reinterpret_cast<uintptr_t>(d) & 15)) & 15);
+  std::memcpy(d, s, head);
+  d += head;
+  s += head;
+  bytes -= head;
+  const size_t vec = bytes / 64;
+  for (size_t i = 0; i < vec; ++i) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s) + 0);
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s) + 1);
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s) + 2);
+    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s) + 3);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d) + 0, a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d) + 1, b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d) + 2, c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d) + 3, e);
+    d += 64;
+    s += 64;
+  }
+  std::memcpy(d, s, bytes - vec * 64);
+}
+
+void store_fence() { _mm_sfence(); }
+
+bool sum2_f32_stream(float* const* outs, int nout, const float* a, const float* b, size_t n) {
+  const uintptr_t mis = reinterpret_cast<uintptr_t>(outs[0]) & 15;
+  for (int k = 1; k < nout; ++k)
+    if ((reinterpret_cast<uintptr_t>(outs[k]) & 15) != mis) return false;
+  if (mis & 3) return false;
+  size_t i = 0;
+  for (; i < n && ((reinterpret_cast<uintptr_t>(outs[0] + i) & 15) != 0); ++i) {
+    const float v = a[i] + b[i];
+    for (int k = 0; k < nout; ++k) outs[k][i] = v;
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m128 v0 = _mm_add_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i));
+    const __m128 v1 = _mm_add_ps(_mm_loadu_ps(a + i + 4), _mm_loadu_ps(b + i + 4));
+    for (int k = 0; k < nout; ++k) {
+      _mm_stream_ps(outs[k] + i, v0);
+      _mm_stream_ps(outs[k] + i + 4, v1);
+    }
+  }
+  for (; i < n; ++i) {
+    const float v = a[i] + b[i];
+    for (int k = 0; k < nout; ++k) outs[k][i] = v;
+  }
+  return true;
+}
+
+void copy_bytes(void* dst, const void* src, size_t bytes) {
+  // Above ~1 MiB the destination will not be read again soon by this rank: non-temporal
+  // stores skip the read-for-ownership of every destination line (a third of the traffic).
+  constexpr size_t kStreamThreshold = size_t(1) << 20;
+  if (bytes < kStreamThreshold) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  stream_bytes(dst, src, bytes);
+  _mm_sfence();
+}
+
+}  // namespace neuron_ccl

@@ -1,0 +1,33 @@
+// Element-wise reductions over n input buffers (host aliases), used by every reducing
+// collective. Inputs are combined in rank order so every rank that reduces the same block
+// produces identical bits. bfloat16 and float16 are accumulated in float32 and rounded once.
+#pragma once
+
+#include <cstddef>
+
+#include "neuron_ccl/neuron_ccl.h"
+
+namespace neuron_ccl {
+
+// Throws Error(kInvalidArgument) when `red` is not defined for `dt` (bitwise ops on floats,
+// PREMUL_SUM on integers).
+void check_reduction(DataType dt, const Reduction& red, const char* op);
+
+// out[i] = red(in[0][i], ..., in[n-1][i]) for i < count, then AVG divides by `world` and
+// PREMUL_SUM multiplies by the factor. `out` may alias one of the inputs element for element.
+void reduce_buffers(void* out, const void* const* in, int n, size_t count, DataType dt,
+                    const Reduction& red, int world);
+
+// memcpy that streams large copies past the cache (the destination is not read back soon).
+void copy_bytes(void* dst, const void* src, size_t bytes);
+// Always streams (non-temporal stores where aligned); callers batch these and call
+// store_fence() before publishing the data to other ranks.
+void stream_bytes(void* dst, const void* src, size_t bytes);
+void store_fence();
+
+// out[k][i] = a[i] + b[i] for every output k, streamed; the two-rank float32 SUM case of the
+// all-reduce, fused so each input byte is read once and no scratch is touched. Returns false
+// (nothing written) when the outputs are not equally aligned.
+bool sum2_f32_stream(float* const* outs, int nout, const float* a, const float* b, size_t n);
+
+}  // namespace neuron_ccl

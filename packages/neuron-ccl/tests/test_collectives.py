@@ -1,0 +1,251 @@
+"""neuron_ccl's Python API across processes, against numpy references."""
+from __future__ import annotations
+
+import os
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ranks import ok_values, run_ranks  # noqa: E402
+
+NP = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16,
+      "int32": np.int32, "int64": np.int64, "int8": np.int8, "uint8": np.uint8, "bool": np.bool_}
+
+
+def data(rank, n, dtype, seed):
+    rng = np.random.default_rng(1000 * seed + rank)
+    if dtype == "bool":
+        return rng.integers(0, 2, n).astype(np.bool_)
+    if dtype in ("int32", "int64", "int8", "uint8"):
+        return rng.integers(0 if dtype == "uint8" else -30, 30, n).astype(NP[dtype])
+    return (rng.standard_normal(n) * 3).astype(NP[dtype])
+
+
+def reference(inputs, op, factor=1.0):
+    wide = [x.astype(np.float32) if x.dtype in (np.float16, ml_dtypes.bfloat16) else x for x in inputs]
+    fns = {"sum": np.add, "avg": np.add, "premul_sum": np.add, "max": np.maximum, "min": np.minimum,
+           "product": np.multiply, "band": np.bitwise_and, "bor": np.bitwise_or, "bxor": np.bitwise_xor}
+    out = wide[0].copy()
+    for x in wide[1:]:
+        out = fns[op](out, x)
+    if op == "avg":
+        out = out / len(inputs) if out.dtype.kind == "f" else (out // len(inputs))
+    if op == "premul_sum":
+        out = out * factor
+    return out.astype(inputs[0].dtype)
+
+
+def _device_array(arr, device):
+    import neuron_sim
+    return neuron_sim.DeviceBuffer.from_array(np.ascontiguousarray(arr).view(np.uint8), device=device)
+
+
+def _read(buf, dtype, n):
+    dt = np.dtype(NP[dtype] if isinstance(dtype, str) else dtype)
+    return buf.to_numpy(np.uint8)[: n * dt.itemsize].view(dt).copy()
+
+
+def _all_reduce_cases(comm, cases):
+    import neuron_sim
+    out = []
+    for dtype, op, n, seed in cases:
+        x = data(comm.rank, n, dtype, seed)
+        buf = _device_array(x, comm.device)
+        comm.all_reduce(int(buf), int(buf), n, dtype, op, 0.5)
+        out.append(_read(buf, dtype, n))
+        buf.free()
+    return out
+
+
+CASES = [(dt, op, n, i) for i, (dt, op, n) in enumerate(
+    [(dt, op, n) for dt in ("float32", "bfloat16", "float16", "float64") for op in ("sum", "avg", "premul_sum", "max", "min")
+     for n in (7, 50000)]
+    + [(dt, op, 999) for dt in ("int32", "int64", "int8", "uint8") for op in ("sum", "max", "min", "band", "bor", "bxor")]
+    + [("bool", op, 100) for op in ("sum", "product", "bxor")]
+    + [("float32", "product", 64)])]
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_all_reduce_every_dtype_and_op(world):
+    values = ok_values(run_ranks(_all_reduce_cases, world, cases=CASES))
+    for i, (dtype, op, n, seed) in enumerate(CASES):
+        ref = reference([data(r, n, dtype, seed) for r in range(world)], op, 0.5)
+        tol = 2e-2 if dtype in ("bfloat16", "float16") else 1e-5
+        for r in range(world):
+            got = values[r][i]
+            if ref.dtype.kind == "f" or dtype in ("bfloat16",):
+                np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=tol, atol=tol,
+                                           err_msg=f"{dtype} {op} n={n} rank {r}")
+            else:
+                np.testing.assert_array_equal(got, ref, err_msg=f"{dtype} {op} n={n} rank {r}")
+        # Every rank holds identical bits: the same block is reduced once, in rank order.
+        for r in range(1, world):
+            assert values[r][i].tobytes() == values[0][i].tobytes(), f"{dtype} {op}: ranks differ"
+
+
+def _movement(comm):
+    import neuron_sim
+    n, r, w = 1000, comm.rank, comm.size
+    res = {}
+    b = _device_array(np.full(n, r, np.float32) if r == 1 % w else np.zeros(n, np.float32), comm.device)
+    comm.broadcast(int(b), n, "float32", 1 % w)
+    res["broadcast"] = _read(b, np.float32, n,)
+    src = _device_array(np.arange(n, dtype=np.float32) + r, comm.device)
+    dst = neuron_sim.DeviceBuffer(n * 4 * w, device=comm.device)
+    comm.all_gather(int(src), int(dst), n, "float32")
+    res["all_gather"] = _read(dst, np.float32, n * w,)
+    big = _device_array(np.arange(n * w, dtype=np.float32) * (r + 1), comm.device)
+    rs = neuron_sim.DeviceBuffer(n * 4, device=comm.device)
+    comm.reduce_scatter(int(big), int(rs), n, "float32", "sum")
+    res["reduce_scatter"] = _read(rs, np.float32, n,)
+    red = neuron_sim.DeviceBuffer(n * 4, device=comm.device)
+    comm.reduce(int(src), int(red), n, "float32", "max", 0)
+    if r == 0:
+        res["reduce"] = _read(red, np.float32, n,)
+    # Uneven all-to-all: rank r sends (r + p + 1) elements to rank p, each equal to 100 r + p.
+    sends = [_device_array(np.full(r + p + 1, 100 * r + p, np.int64), comm.device) for p in range(w)]
+    recvs = [neuron_sim.DeviceBuffer((q + r + 1) * 8, device=comm.device) for q in range(w)]
+    comm.all_to_all_v([(int(s), r + p + 1) for p, s in enumerate(sends)], [(int(x), q + r + 1) for q, x in enumerate(recvs)],
+                      "int64")
+    res["all_to_all_v"] = [_read(x, np.int64, q + r + 1,) for q, x in enumerate(recvs)]
+    # Point to point around a ring.
+    t = _device_array(np.full(10, r, np.int32), comm.device)
+    got = neuron_sim.DeviceBuffer(40, device=comm.device)
+    comm.send(int(t), 10, "int32", (r + 1) % w, 5)
+    comm.recv(int(got), 10, "int32", (r - 1) % w, 5)
+    comm.wait_sends((r + 1) % w)
+    res["ring"] = _read(got, np.int32, 10,)
+    comm.barrier()
+    sub = comm.split(r % 2, -r)
+    res["split"] = (sub.rank, sub.size)
+    x = _device_array(np.full(4, r, np.float32), comm.device)
+    sub.all_reduce(int(x), int(x), 4, "float32", "sum")
+    res["split_sum"] = _read(x, np.float32, 4,)
+    res["flight"] = comm.flight_record()
+    return res
+
+
+def test_data_movement_collectives_and_split():
+    w, n = 3, 1000
+    values = ok_values(run_ranks(_movement, w))
+    for r, res in enumerate(values):
+        np.testing.assert_array_equal(res["broadcast"], np.full(n, 1, np.float32))
+        np.testing.assert_array_equal(res["all_gather"], np.concatenate([np.arange(n, dtype=np.float32) + q for q in range(w)]))
+        full = sum(np.arange(n * w, dtype=np.float32) * (q + 1) for q in range(w))
+        np.testing.assert_array_equal(res["reduce_scatter"], full[r * n:(r + 1) * n])
+        if r == 0:
+            np.testing.assert_array_equal(res["reduce"], np.arange(n, dtype=np.float32) + w - 1)
+        for q in range(w):
+            np.testing.assert_array_equal(res["all_to_all_v"][q], np.full(q + r + 1, 100 * q + r))
+        np.testing.assert_array_equal(res["ring"], np.full(10, (r - 1) % w))
+        members = [q for q in range(w) if q % 2 == r % 2]
+        assert res["split"] == (sorted(members, key=lambda q: -q).index(r), len(members))
+        np.testing.assert_array_equal(res["split_sum"], np.full(4, sum(members), np.float32))
+        assert "broadcast" in res["flight"] and "completed" in res["flight"]
+
+
+def _mismatch(comm):
+    import neuron_sim
+    n = 100 if comm.rank == 0 else 101
+    b = neuron_sim.DeviceBuffer(4 * 101, device=comm.device)
+    comm.all_reduce(int(b), int(b), n, "float32", "sum")
+
+
+def test_mismatched_sizes_fail_on_every_rank():
+    results = run_ranks(_mismatch, 2)
+    for r in range(2):
+        status, msg = results[r]
+        assert status == "error" and "CclMismatchError" in msg and "count=100" in msg and "count=101" in msg, msg
+
+
+def _late(comm):
+    import time
+    import neuron_sim
+    b = neuron_sim.DeviceBuffer(64, device=comm.device)
+    if comm.rank == 1:
+        time.sleep(2.5)
+    t0 = time.monotonic()
+    try:
+        comm.all_reduce(int(b), int(b), 16, "float32", "sum")
+    finally:
+        print(f"rank {comm.rank} failed after {time.monotonic() - t0:.2f}s", flush=True)
+
+
+def test_timeout_names_the_missing_rank_and_reaches_every_rank():
+    results = run_ranks(_late, 2, timeout_s=1.5)
+    assert results[0][0] == "error" and "CclTimeoutError" in results[0][1] and "[1]" in results[0][1]
+    assert results[1][0] == "error" and "aborted" in results[1][1] and "timed out" in results[1][1]
+
+
+def _dies(comm):
+    import os
+    import time
+    import neuron_sim
+    b = neuron_sim.DeviceBuffer(64, device=comm.device)
+    if comm.rank == 1:
+        os._exit(7)
+    t0 = time.monotonic()
+    try:
+        comm.all_reduce(int(b), int(b), 16, "float32", "sum")
+    except Exception as e:  # noqa: BLE001
+        return f"{type(e).__name__} after {time.monotonic() - t0:.2f}s: {e}"
+    return "no error"
+
+
+def test_dead_peer_is_detected_before_the_timeout():
+    results = run_ranks(_dies, 2, timeout_s=60, deadline_s=30)
+    status, msg = results[0]
+    assert status == "ok" and msg.startswith("CclPeerError") and "rank 1" in msg and "exited" in msg, msg
+    assert float(msg.split(" after ")[1].split("s:")[0]) < 5
+
+
+def _host_pointer(comm):
+    a = np.zeros(4, np.float32)
+    comm.all_reduce(a.ctypes.data, a.ctypes.data, 4, "float32", "sum")
+
+
+def test_host_buffers_are_rejected_with_a_clear_message():
+    results = run_ranks(_host_pointer, 1)
+    assert results[0][0] == "error" and "ValueError" in results[0][1] and "not live neuron_sim device memory" in results[0][1]
+
+
+def _timeline(comm):
+    import neuron_sim
+    out = []
+    for n in (1 << 10, 1 << 22):
+        b = neuron_sim.DeviceBuffer(n * 4, device=comm.device)
+        neuron_sim.synchronize(comm.device)
+        t0 = neuron_sim.device_time_ns(comm.device)
+        comm.all_reduce(int(b), int(b), n, "float32", "sum")
+        out.append(neuron_sim.device_time_ns(comm.device) - t0)
+    return out
+
+
+def test_collectives_occupy_the_device_timeline_for_the_modelled_time():
+    small, large = ok_values(run_ranks(_timeline, 2))[0]
+    assert small > 0 and large > small
+    # 16 MiB on two cores of one trn2 chip: 2(n-1)/n * S over half the core's HBM share.
+    import neuron_sim
+    props = neuron_sim.get_device_properties(0)
+    expected = (16 << 20) / (props.hbm_bandwidth / 2) * 1e9
+    assert 0.8 * expected < large < 1.5 * expected, (large, expected)
+
+
+def test_algorithm_selection_and_override(monkeypatch):
+    import neuron_ccl
+    assert neuron_ccl.select_algorithm("allreduce", 4096, 2) == "oneshot"
+    assert neuron_ccl.select_algorithm("allreduce", 64 << 20, 2) == "twoshot"
+    monkeypatch.setenv("NEURON_CCL_ALGO", "allreduce=twoshot")
+    assert neuron_ccl.select_algorithm("allreduce", 4096, 2) == "twoshot"
+    monkeypatch.setenv("NEURON_CCL_ALGO", "allreduce=bogus")
+    with pytest.raises(ValueError, match="oneshot, twoshot"):
+        neuron_ccl.select_algorithm("allreduce", 4096, 2)
+
+
+def test_environment_registry_lists_every_variable():
+    import neuron_ccl
+    names = {v[0] for v in neuron_ccl.env_vars()}
+    assert {"NEURON_CCL_ALGO", "NEURON_CCL_TIMEOUT_MS", "NEURON_CCL_FLIGHT_RECORDER_SIZE"} <= names
