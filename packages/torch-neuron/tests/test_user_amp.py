@@ -91,6 +91,16 @@ def test_autocast_state_and_nesting():
     assert not torch.is_autocast_enabled("neuron")
 
 
+def test_autocast_rejects_binary_cross_entropy_like_cuda():
+    # CUDA's autocast bans binary_cross_entropy (unsafe in fp16) and points to the
+    # with-logits variant; code tested on CUDA relies on that error.
+    p, t = torch.rand(4, device="neuron"), torch.rand(4, device="neuron")
+    with torch.autocast("neuron", dtype=torch.float16):
+        with pytest.raises(RuntimeError, match="binary_cross_entropy_with_logits"):
+            F.binary_cross_entropy(p, t)
+        assert F.binary_cross_entropy_with_logits(p, t).dtype == torch.float32
+
+
 def _scaler_train(model, opt, scaler, x, y, steps, device_type, autocast):
     for _ in range(steps):
         opt.zero_grad()

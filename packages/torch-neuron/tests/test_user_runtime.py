@@ -145,6 +145,13 @@ def test_stream_context_and_wait_stream_ordering():
     for _ in range(5):
         y = y @ x / 256
     done_default.record()
+    # without a wait, the idle side stream runs ahead of the queued default-stream work
+    with torch.neuron.stream(side):
+        unordered = torch.neuron.Event(enable_timing=True)
+        unordered.record()
+    unordered.synchronize()
+    done_default.synchronize()
+    assert done_default.elapsed_time(unordered) < 0
 
     side.wait_stream(default)
     with torch.neuron.stream(side):
@@ -233,6 +240,18 @@ def test_max_memory_and_reset_peak():
     assert torch.neuron.max_memory_allocated() == base + 8 * MiB
     torch.neuron.reset_peak_memory_stats()
     assert torch.neuron.max_memory_allocated() == base
+
+
+def test_empty_cache_returns_cached_blocks():
+    torch.neuron.empty_cache()
+    reserved0 = torch.neuron.memory_reserved()
+    x = torch.empty(64 * MiB, dtype=torch.uint8, device="neuron")
+    assert torch.neuron.memory_reserved() >= reserved0 + 64 * MiB
+    del x
+    assert torch.neuron.memory_reserved() >= reserved0 + 64 * MiB  # freed blocks stay cached
+    torch.neuron.empty_cache()
+    assert torch.neuron.memory_reserved() == reserved0
+    assert torch.neuron.max_memory_reserved() >= reserved0 + 64 * MiB
 
 
 def test_memory_stats_uses_cuda_key_names():

@@ -152,6 +152,50 @@ def test_tensor_and_module_device_methods():
     assert m.weight.device == DEV
 
 
+# ---------------------------------------------------------------- reductions at the edges
+
+REDUCTIONS = {
+    "sum": lambda t: t.sum(),
+    "sum_dim0": lambda t: t.sum(0),
+    "sum_dim_last_keepdim": lambda t: t.sum(-1, keepdim=True),
+    "mean": lambda t: t.mean(),
+    "amax": lambda t: t.amax(),
+    "prod": lambda t: t.prod(),
+    "norm": lambda t: torch.linalg.vector_norm(t),
+    "any": lambda t: (t > 0).any(),
+    "argmax": lambda t: t.argmax(),
+    "logsumexp": lambda t: t.logsumexp(0),
+    "softmax": lambda t: t.softmax(0),
+    "cumsum": lambda t: t.cumsum(0),
+}
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (7,), (3, 4)], ids=["0d", "1", "7", "3x4"])
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_reductions_on_small_and_zero_dim_tensors(name, shape):
+    # 0-d tensors are what losses return; `loss.sum()` and friends must work on them.
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(2))
+    assert_same(REDUCTIONS[name](x.to("neuron")), REDUCTIONS[name](x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["sum", "sum_dim0", "mean", "prod", "any", "cumsum"])
+def test_reductions_on_empty_tensors(name):
+    x = torch.empty(0, 3)
+    fn = REDUCTIONS[name]
+    assert_same(fn(x.to("neuron")), fn(x), equal_nan=True)
+
+
+MATMUL_SHAPES = [((3, 0), (0, 5)), ((0, 4), (4, 5)), ((4,), (4,)), ((3, 4), (4,)), ((4,), (4, 2)),
+                 ((2, 1, 3, 4), (3, 4, 5)), ((0, 3, 4), (0, 4, 2))]
+
+
+@pytest.mark.parametrize("shapes", MATMUL_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_matmul_edge_shapes(shapes):
+    g = torch.Generator().manual_seed(4)
+    a, b = (torch.randn(s, generator=g) for s in shapes)
+    assert_same(torch.matmul(a.to("neuron"), b.to("neuron")), torch.matmul(a, b), rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------- views, in-place, out=
 
 def _both(fn):
