@@ -146,6 +146,12 @@ def test_to_neuron_keeps_tied_weights_and_parameter_identity():
     assert model.head.weight is model.emb.weight
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="torch 2.13's C++ set_data check (TensorImpl::has_compatible_shallow_copy_type) omits "
+    "PrivateUse1; fixed by patches/0014-c10-privateuse1-shallow-copy.patch, which needs a source "
+    "build of torch. Module.to() is covered by torch_neuron's runtime workaround.",
+)
 def test_param_data_assignment_moves_between_cpu_and_neuron():
     # `p.data = t` across devices works on CUDA; code that moves weights this way
     # (older training loops, weight loaders) must not fail on neuron.

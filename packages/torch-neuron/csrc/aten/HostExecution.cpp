@@ -418,10 +418,14 @@ size_t register_functional_host_kernels() {
       if (name.name.rfind("aten::", 0) != 0) continue;
       auto op = dispatcher.findOp(name);
       if (!op || op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) continue;
-      if (!op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
-          !op->hasKernelForDispatchKey(c10::DispatchKey::CPU)) {
-        continue;
-      }
+      // Foreach ops: one host execution (one launch) for the whole tensor list, as a
+      // fused multi-tensor kernel would be, instead of one op per tensor.
+      const bool foreach = name.name.rfind("aten::_foreach_", 0) == 0 &&
+                           op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
+      const bool structured_functional =
+          op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) &&
+          op->hasKernelForDispatchKey(c10::DispatchKey::CPU);
+      if (!foreach && !structured_functional) continue;
       std::string short_name = name.name.substr(6);
       if (!name.overload_name.empty()) short_name += "." + name.overload_name;
       lib->impl(short_name.c_str(), torch::CppFunction::makeFromBoxedFunction<&host_fallback>());

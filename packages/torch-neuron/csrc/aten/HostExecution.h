@@ -66,7 +66,8 @@ void install_host_allocation_redirect();
 // Functional ops that torch implements for other backends by allocating the
 // output and calling the out= variant (CompositeExplicitAutogradNonFunctional)
 // run their CPU functional kernel instead: same results, strides and warnings
-// as CPU, and one dispatch fewer. Returns the number of ops registered.
+// as CPU, and one dispatch fewer. Foreach ops likewise run as one host
+// execution for the whole list. Returns the number of ops registered.
 size_t register_functional_host_kernels();
 
 }  // namespace torch_neuron
