@@ -425,7 +425,12 @@ size_t register_functional_host_kernels() {
       const bool structured_functional =
           op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) &&
           op->hasKernelForDispatchKey(c10::DispatchKey::CPU);
-      if (!foreach && !structured_functional) continue;
+      // Ops with both a CPU kernel and a composite one for other backends (native_layer_norm
+      // decomposes into batch_norm, native_group_norm, addr, ...): run CPU's kernel.
+      const bool cpu_over_composite =
+          op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) &&
+          op->hasKernelForDispatchKey(c10::DispatchKey::CPU);
+      if (!foreach && !structured_functional && !cpu_over_composite) continue;
       std::string short_name = name.name.substr(6);
       if (!name.overload_name.empty()) short_name += "." + name.overload_name;
       lib->impl(short_name.c_str(), torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
