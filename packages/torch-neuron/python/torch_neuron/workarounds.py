@@ -94,12 +94,12 @@ class _CheckpointDeviceModule:
 def _checkpoint_fixed() -> bool:
     import torch.utils.checkpoint as cp
 
-    try:
-        sources = inspect.getsource(cp.get_device_states) + inspect.getsource(cp.CheckpointFunction.forward)
-    except (OSError, TypeError):
-        return False  # no source to inspect: the adapter is harmless on a fixed torch
-    # The fix stops reading the CUDA-private `_initialized` flag and the `device(idx)` context.
-    return "device_module.device(" not in sources and '"_initialized"' not in sources
+    # Read torch's compiled code, not its text (comments may quote the old calls): the
+    # fix stops looking up the CUDA-private "_initialized" flag in the forward and the
+    # `device_module.device(idx)` context manager when stashing states.
+    forward_consts = cp.CheckpointFunction.forward.__code__.co_consts
+    stash_names = cp.get_device_states.__code__.co_names
+    return "_initialized" not in forward_consts and "device" not in stash_names
 
 
 def _apply_checkpoint() -> None:
