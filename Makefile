@@ -58,31 +58,43 @@ test-cpp: install
 	  fi; \
 	done
 
+# Package suites that run in parallel workers; the rest start processes of their own.
+PARALLEL_SUITES := neuron-sim neuron-kernels torch-neuron
+
 test: install test-cpp
 	@set -e; for p in $(PRESENT); do \
 	  echo "== pytest packages/$$p/tests"; \
-	  $(PYTEST) packages/$$p/tests; \
+	  if echo " $(PARALLEL_SUITES) " | grep -q " $$p "; then \
+	    $(PYTEST) -n $(JOBS) packages/$$p/tests; \
+	  else \
+	    $(PYTEST) packages/$$p/tests; \
+	  fi; \
 	done
 	@echo "== pytest tests/"
 	@$(PYTEST) tests
+	@echo "== patch series: proof matrix (vanilla vs patched torch)"
+	@$(PY) -m tools.patches matrix
+	@if [ -d tools/upstream ]; then echo "== upstream device-generic tests (smoke)"; $(PY) -m tools.upstream.run --smoke; fi
 
 demo: install
 	$(PY) tools/demo/train_char_gpt.py
 
 bench: install
 	$(PY) packages/neuron-sim/bench/bench_runtime.py
-	@if [ -f tools/bench/bench_eager.py ]; then $(PY) tools/bench/bench_eager.py; fi
+	$(PY) packages/neuron-kernels/bench/bench_sim.py
+	$(PY) packages/neuron-kernels/bench/calibrate.py
+	$(PY) -m neuron_ccl.bench --op allreduce --ranks 2 --sizes 4K,1M,16M,64M,256M
+	$(PY) tools/bench/bench_eager.py
 
 test-upstream: install
-	@if [ -d tools/upstream ]; then $(PY) -m tools.upstream.run; \
-	 else echo "test-upstream: PyTorch's device-generic OpInfo/ModuleInfo/OptimInfo suites against 'neuron' (tools/upstream, not yet built)"; fi
+	$(PY) -m tools.upstream.run
 
 patched-torch: install
-	@if [ -d tools/patches ]; then $(PY) -m tools.patches build; \
-	 else echo "patched-torch: repack torch 2.13.0 with patches/series applied into .venv-patched (tools/patches, not yet built)"; fi
+	$(PY) -m tools.patches build
 
 lint: install
-	$(PY) -m ruff check packages tools tests 2>/dev/null || $(PIP) install ruff && $(PY) -m ruff check packages tools tests
+	@$(PY) -m ruff --version >/dev/null 2>&1 || $(PIP) install ruff
+	$(PY) -m ruff check packages tools tests
 
 clean:
-	rm -rf $(STAMPS) packages/*/build
+	rm -rf $(STAMPS) packages/*/build build .venv-patched
