@@ -6,9 +6,19 @@ backend under the name ``neuron`` and the device module ``torch.neuron``.
 """
 from __future__ import annotations
 
-import torch
-
 __version__ = "0.1.0"
+
+
+def _autoload() -> None:
+    """Entry point for ``torch.backends``: importing this package performs the registration.
+
+    Defined before ``import torch`` so that ``import torch_neuron`` as a program's first
+    import works: torch's autoload then finds this function on the partially
+    initialised package, and the registration below runs once torch is imported.
+    """
+
+
+import torch  # noqa: E402
 
 
 def _check_no_other_backend() -> None:
@@ -64,10 +74,6 @@ if _workarounds is not None:
 
 
 from .nki import NKIKernel, nki_op, wrap_nki  # noqa: E402
-
-
-def _autoload() -> None:
-    """Entry point for ``torch.backends``: importing this package performs the registration."""
 
 
 # ----------------------------------------------------------------------------- op tracking

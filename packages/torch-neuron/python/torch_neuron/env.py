@@ -29,6 +29,8 @@ REGISTRY: tuple[EnvVar, ...] = (
     EnvVar("TORCH_NEURON_DISABLE_WORKAROUNDS", "bool", "0",
            "1: do not apply torch_neuron's runtime workarounds for known torch bugs "
            "(see patches/README.md)."),
+    EnvVar("LOCAL_RANK", "int", "(unset)",
+           "set by torchrun: the c10d backend 'neuron' binds the process to neuron:(LOCAL_RANK % device_count)."),
     EnvVar("TORCH_DEVICE_BACKEND_AUTOLOAD", "bool", "1",
            "torch's switch: 0 stops `import torch` from loading torch_neuron automatically."),
 )
@@ -48,8 +50,25 @@ def get_bool(name: str) -> bool:
     raise ValueError(f"{name}={os.environ.get(name)!r} is not a boolean; use 0 or 1 ({var.meaning})")
 
 
+def main(argv: list[str] | None = None) -> int:
+    """``python -m torch_neuron.env [--markdown]``: print the registry."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if "--markdown" in args:
+        print(markdown_table())
+    else:
+        for v in REGISTRY:
+            print(f"{v.name}={os.environ.get(v.name, v.default)}  ({v.type}; default {v.default}) {v.meaning}")
+    return 0
+
+
 def markdown_table() -> str:
     lines = ["| Variable | Type | Default | Meaning |", "|---|---|---|---|"]
     for v in REGISTRY:
         lines.append(f"| `{v.name}` | {v.type} | `{v.default}` | {v.meaning} |")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
