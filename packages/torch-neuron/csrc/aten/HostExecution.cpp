@@ -203,6 +203,8 @@ at::Tensor HostScope::result(const at::Tensor& host) {
                                                   host.storage_offset());
   if (host.is_conj()) t._set_conj(true);
   if (host.is_neg()) t._set_neg(true);
+  // Efficient zero tensors (_efficientzerotensor) have no memory; the key says so.
+  if (host._is_zerotensor()) t.unsafeGetTensorImpl()->_set_zero(true);
   return t;
 }
 
@@ -244,6 +246,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   c10::DeviceIndex device = -1;
   c10::ScalarType dtype = c10::ScalarType::Undefined;
   const at::Tensor* cpu_tensor = nullptr;
+  const at::Tensor* cpu_out = nullptr;
   std::vector<std::vector<int64_t>> shapes;
   const bool maybe_native = !info.native_entry.empty();
   bool is_out_arg = false;  // out= tensors are results, not operands of the kernel
@@ -257,6 +260,8 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
         device_mismatch(info, c10::Device(kNeuron, device).str(), t.device().str());
       }
       dtype = first_dtype(dtype, t);
+    } else if (t.device().is_cpu() && is_out_arg && !cpu_out) {
+      cpu_out = &t;
     } else if (t.device().is_cpu() && t.dim() > 0 && !cpu_tensor) {
       cpu_tensor = &t;
     }
@@ -285,6 +290,8 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
     return;
   }
+  TORCH_CHECK(!cpu_out, "Expected out tensor to have device ", c10::Device(kNeuron, device),
+              ", but got cpu instead (when running ", info.name, " on neuron)");
   if (cpu_tensor && !info.accepts_cpu_tensors && !info.is_view) {
     device_mismatch(info, c10::Device(kNeuron, device).str(), "cpu");
   }

@@ -53,6 +53,23 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride,
                                            c10::dtype_or_default(dtype));
 }
 
+// Storage of an efficient zero tensor: no memory, whatever the size.
+struct ZeroTensorAllocator final : public c10::Allocator {
+  explicit ZeroTensorAllocator(c10::Device d) : device(d) {}
+  c10::DataPtr allocate(size_t) override { return c10::DataPtr(nullptr, device); }
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  void copy_data(void*, const void*, std::size_t) const override {}
+  c10::Device device;
+};
+
+at::Tensor efficientzerotensor(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                               std::optional<bool> pin_memory) {
+  ZeroTensorAllocator allocator(c10::Device(kNeuron, index_or_current(device)));
+  const auto keys = kNeuronKeys | c10::DispatchKeySet(c10::DispatchKey::ZeroTensor);
+  return at::detail::empty_generic(size, &allocator, keys, c10::dtype_or_default(dtype), std::nullopt);
+}
+
 void ensure_storage_bytes(const at::Tensor& self, size_t nbytes) {
   auto* storage = self.unsafeGetTensorImpl()->unsafe_storage().unsafeGetStorageImpl();
   if (nbytes > storage->nbytes()) {
@@ -137,6 +154,12 @@ at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   static OpInfo& info = op_info_by_name("aten::copy_");
   TORCH_CHECK(self.defined() && src.defined(), "copy_: both tensors must be defined");
   if (self.is_same(src)) return self;
+  TORCH_CHECK(!self._is_zerotensor(), "ZeroTensors are immutable. Please materialize the tensor using `.clone()`, if you want a mutable tensor.");
+  if (src._is_zerotensor()) {
+    // An efficient zero tensor has no memory: copying it writes zeros.
+    self.zero_();
+    return self;
+  }
   const bool dst_dev = self.device().type() == kNeuron;
   const c10::DeviceIndex device = dst_dev ? self.device().index() : src.device().index();
   const nsimMemcpyKind kind = copy_kind(self, src);
@@ -211,6 +234,7 @@ void record_stream_op(at::Tensor& self, c10::Stream stream) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
   m.impl("empty_strided", TORCH_FN(empty_strided));
+  m.impl("_efficientzerotensor", TORCH_FN(efficientzerotensor));
   m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
   m.impl("view", TORCH_FN(at::native::view));
   m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));

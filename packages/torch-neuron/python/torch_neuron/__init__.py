@@ -54,6 +54,7 @@ _C._init()
 _C.set_strict(_env.get_bool("TORCH_NEURON_STRICT"))
 _C.set_warn_fallback(_env.get_bool("TORCH_NEURON_FALLBACK_WARN"))
 
+from . import _exit  # noqa: E402
 from . import _native  # noqa: E402
 from . import _module_compat  # noqa: E402
 from . import _dynamo_interface  # noqa: E402
@@ -62,6 +63,7 @@ from . import distributed  # noqa: E402  (registers the c10d backend "neuron")
 
 _native.install(_C.get_device_properties(0)["profile"] if _C.device_count() else "trn2")
 _module_compat.install()
+_exit.install()
 _dynamo_interface.install()
 amp.install()
 

@@ -1,0 +1,33 @@
+"""Backend behaviours found by PyTorch's device-generic suites, checked against CPU/CUDA semantics."""
+import subprocess
+import sys
+
+import pytest
+import torch
+
+
+def test_efficient_zero_tensor_has_no_memory_and_reads_as_zeros():
+    z = torch._efficientzerotensor(3, device="neuron")
+    assert z._is_zerotensor() and z.device.type == "neuron"
+    assert torch.equal(z.cpu(), torch.zeros(3))
+
+
+def test_sgn_gradient_is_an_efficient_zero_tensor_on_neuron_as_on_cpu():
+    x_cpu = torch.randn(3, requires_grad=True)
+    x = x_cpu.detach().to("neuron").requires_grad_()
+    (g_cpu,) = torch.autograd.grad(torch.sgn(x_cpu), x_cpu, torch.ones(3))
+    (g,) = torch.autograd.grad(torch.sgn(x), x, torch.ones(3, device="neuron"))
+    assert torch.equal(g.cpu(), g_cpu)
+
+
+def test_cpu_out_tensor_for_neuron_inputs_is_rejected_like_cuda():
+    with pytest.raises(RuntimeError, match="Expected out tensor to have device neuron:0, but got cpu"):
+        torch.amax(torch.randn(2, device="neuron"), out=torch.empty(()))
+
+
+def test_process_exits_cleanly_right_after_backward():
+    code = ("import torch; m = torch.nn.Linear(8, 1).to('neuron'); "
+            "m(torch.randn(4, 8, device='neuron')).sum().backward()")
+    for _ in range(5):
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
