@@ -1,0 +1,232 @@
+"""Ops suite, modelled on upstream test/test_ops.py ``TestCommon``: every OpInfo of the wheel's
+``op_db`` on ``neuron`` against the same op on CPU, for every dtype the OpInfo supports.
+
+The class keeps upstream's name and test names, so the OpInfo database's own skips and
+xfails for ``TestCommon`` apply here as they do upstream.
+"""
+
+import itertools
+import re
+
+import torch  # registers the neuron backend (autoload) before the testing modules load
+from torch.testing._internal.common_device_type import (
+    OpDTypes,
+    deviceCountAtLeast,
+    instantiate_device_type_tests,
+    ops,
+)
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.common_utils import TestCase
+from torch.testing._internal.opinfo.core import BinaryUfuncInfo
+from torch.utils._pytree import tree_map
+
+import upstream_common as common
+from upstream_common import MAX_SAMPLES, sample_to, to_cpu
+
+SUITE = "ops"
+EXPECT = common.load_expectations(SUITE)
+OP_DB = common.select(SUITE, op_db, lambda op: op.full_name)
+SUBJECTS = {op.formatted_name: op.full_name for op in op_db}
+BASES = (
+    "test_compare_cpu",
+    "test_noncontiguous_samples",
+    "test_out",
+    "test_variant_consistency_eager",
+    "test_errors",
+    "test_multiple_devices",
+)
+SEED = 1234
+OUT_OPS = [op for op in OP_DB if op.supports_out]
+ERROR_OPS = [op for op in OP_DB if op.error_inputs_func is not None]
+
+
+def describe(test_name):
+    return common.describe(test_name, BASES, SUBJECTS)
+
+
+def compare_samples(op, dtype):
+    """CPU samples from sample_inputs, then from reference_inputs past the ones sample_inputs
+    already gave (reference_inputs starts with them for most ops)."""
+    samples = list(itertools.islice(op.sample_inputs("cpu", dtype), MAX_SAMPLES))
+    if op.reference_inputs_func is not None:
+        samples += list(itertools.islice(op.reference_inputs("cpu", dtype), MAX_SAMPLES, 2 * MAX_SAMPLES))
+    return samples
+
+
+def call(op, sample, fn=None):
+    torch.manual_seed(SEED)
+    return (fn or op)(sample.input, *sample.args, **sample.kwargs)
+
+
+def outcome(thunk):
+    try:
+        return thunk(), None
+    except Exception as exc:  # noqa: BLE001 - the exception is the value being compared
+        return None, exc
+
+
+def wrong_dtype_for(dtype):
+    """An out= dtype the result cannot be safely cast to, or None when every dtype accepts it."""
+    if dtype.is_floating_point or dtype.is_complex:
+        return torch.int64
+    if dtype != torch.bool:
+        return torch.bool
+    return None
+
+
+class TestCommon(TestCase):
+    exact_dtype = True
+
+    def _check(self, test, op, dtype, actual, expected, sample):
+        tol = common.tolerance_kwargs(EXPECT, test, op.full_name, dtype)
+        actual = sample.output_process_fn_grad(actual)
+        expected = sample.output_process_fn_grad(expected)
+        common.assert_on_device(self, actual)
+        common.assert_close(self, to_cpu(actual), expected, **tol, msg=f"{op.full_name} {dtype}: sample {sample.summary()}")
+
+    @ops(OP_DB, dtypes=OpDTypes.supported)
+    def test_compare_cpu(self, device, dtype, op):
+        samples = compare_samples(op, dtype)
+        if not samples:
+            self.skipTest(f"{op.full_name} has no samples for {dtype}")
+        for sample in samples:
+            expected = call(op, sample)
+            actual = call(op, sample_to(sample, device))
+            self._check("test_compare_cpu", op, dtype, actual, expected, sample)
+
+    @ops(OP_DB, allowed_dtypes=(torch.float32,))
+    def test_noncontiguous_samples(self, device, dtype, op):
+        samples = list(itertools.islice(op.sample_inputs("cpu", dtype), MAX_SAMPLES))
+        if not samples:
+            self.skipTest(f"{op.full_name} has no samples for {dtype}")
+        for sample in samples:
+            expected = call(op, sample)
+            # The strided copies are made on the device, so the backend's own strided paths run.
+            actual = call(op, sample_to(sample, device).noncontiguous())
+            self._check("test_noncontiguous_samples", op, dtype, actual, expected, sample)
+
+    # @ops refuses an empty list, which a narrowed run (NEURON_UPSTREAM_ONLY) can produce.
+    @ops(OUT_OPS or OP_DB[:1], dtypes=OpDTypes.any_one)
+    def test_out(self, device, dtype, op):
+        if not op.supports_out:
+            self.skipTest("no out= variant")
+        sample = next(iter(op.sample_inputs("cpu", dtype)), None)
+        if sample is None:
+            self.skipTest("no samples")
+        expected = call(op, sample)
+        tensors = common.tensors_in(expected)
+        if not tensors or not isinstance(expected, (torch.Tensor, tuple)):
+            self.skipTest("op does not return tensors")
+        on_device = sample_to(sample, device)
+
+        def outs(like, **kw):
+            return tree_map(lambda t: torch.empty_like(t, **kw) if isinstance(t, torch.Tensor) else t, like)
+
+        out = outs(expected, device=device)
+        result = call(op, on_device, lambda *a, **k: op(*a, **k, out=out))
+        for got, given in zip(common.tensors_in(result), common.tensors_in(out)):
+            self.assertTrue(got is given, msg="out= must return the tensors it was given")
+        self._check("test_out", op, dtype, out, expected, sample)
+
+        # Same outcome as CPU for an out= tensor of a dtype the result cannot be cast to.
+        wrong = wrong_dtype_for(tensors[0].dtype)
+        if wrong is not None:
+            cpu_res, cpu_exc = outcome(lambda: call(op, sample, lambda *a, **k: op(*a, **k, out=outs(expected, dtype=wrong))))
+            dev_out = outs(expected, dtype=wrong, device=device)
+            _, dev_exc = outcome(lambda: call(op, on_device, lambda *a, **k: op(*a, **k, out=dev_out)))
+            if cpu_exc is not None:
+                self.assertIsNotNone(dev_exc, msg=f"out= of dtype {wrong}: CPU raised "
+                                     f"{type(cpu_exc).__name__}: {common.first_line(cpu_exc)}; neuron did not")
+                common.same_error(self, cpu_exc, dev_exc, f"out= of dtype {wrong}")
+            else:
+                self.assertIsNone(dev_exc, msg=f"out= of dtype {wrong}: CPU accepted it, neuron raised {dev_exc!r}")
+
+        # An out= tensor on another device is an error, as it is for CUDA; checked on the first
+        # sample whose input is not a 0-dim tensor (those may act as CPU scalars).
+        sample = next((s for s in op.sample_inputs("cpu", dtype)
+                       if isinstance(s.input, torch.Tensor) and s.input.dim() > 0), None)
+        if sample is not None:
+            expected = call(op, sample)
+            cpu_out = outs(expected)
+            _, exc = outcome(lambda: call(op, sample_to(sample, device), lambda *a, **k: op(*a, **k, out=cpu_out)))
+            self.assertIsNotNone(exc, msg="out= on cpu for neuron inputs must raise")
+            self.assertIsInstance(exc, (RuntimeError, ValueError))
+
+    @ops(OP_DB, dtypes=OpDTypes.any_one)
+    def test_variant_consistency_eager(self, device, dtype, op):
+        variants = [("method", op.method_variant), ("inplace", op.inplace_variant)]
+        variants = [(k, v) for k, v in variants if v is not None]
+        if not variants:
+            self.skipTest("no method or in-place variant")
+        samples = list(itertools.islice(op.sample_inputs("cpu", dtype), MAX_SAMPLES))
+        if not samples:
+            self.skipTest("no samples")
+        for sample, (kind, variant) in itertools.product(samples, variants):
+            if kind == "inplace" and sample.broadcasts_input:
+                continue
+            cpu_sample = sample_to(sample, "cpu")  # a fresh copy: in-place variants write into it
+            expected, cpu_exc = outcome(lambda: call(op, cpu_sample, variant))
+            dev_sample = sample_to(sample, device)
+            actual, dev_exc = outcome(lambda: call(op, dev_sample, variant))
+            what = f"{kind} variant on {sample.summary()}"
+            if cpu_exc is not None:
+                self.assertIsNotNone(dev_exc, msg=f"{what}: CPU raised {cpu_exc!r}, neuron did not")
+                common.same_error(self, cpu_exc, dev_exc, what)
+                continue
+            if dev_exc is not None:
+                raise dev_exc
+            if kind == "inplace":
+                self.assertTrue(actual is dev_sample.input, msg=f"{what}: must return its input")
+            self._check("test_variant_consistency_eager", op, dtype, actual, expected, sample)
+
+    @ops(ERROR_OPS or OP_DB[:1], dtypes=OpDTypes.none)
+    def test_errors(self, device, op):
+        if op.error_inputs_func is None:
+            self.skipTest("no error inputs")
+        cpu_inputs = list(op.error_inputs("cpu"))
+        dev_inputs = list(op.error_inputs(device))
+        if not dev_inputs:
+            self.skipTest("no error inputs")
+        checked = 0
+        for i, ei in enumerate(dev_inputs):
+            si = ei.sample_input
+            _, dev_exc = outcome(lambda: op(si.input, *si.args, **si.kwargs))
+            # CPU is the reference: the same error input (same index, when both lists agree in
+            # length) must fail there the same way; the OpInfo's pattern applies when it does.
+            ref = cpu_inputs[i] if len(cpu_inputs) == len(dev_inputs) else ei
+            csi = ref.sample_input
+            _, cpu_exc = outcome(lambda: op(csi.input, *csi.args, **csi.kwargs))
+            what = f"error input {i} ({ref.error_type.__name__}: {ref.error_regex!r})"
+            if cpu_exc is None:
+                continue  # not an error on CPU with this torch: nothing to compare against
+            checked += 1
+            self.assertIsNotNone(dev_exc, msg=f"{what}: CPU raised {type(cpu_exc).__name__}, neuron raised nothing")
+            common.same_error(self, cpu_exc, dev_exc, what)
+            if isinstance(cpu_exc, ref.error_type) and re.search(ref.error_regex, str(cpu_exc)):
+                self.assertTrue(re.search(ref.error_regex, str(dev_exc)),
+                                msg=f"{what}: neuron message {common.first_line(dev_exc)!r}")
+        if not checked:
+            self.skipTest("no error input raises on CPU with this torch version")
+
+    @deviceCountAtLeast(2)
+    @ops(OP_DB, dtypes=OpDTypes.any_one)
+    def test_multiple_devices(self, devices, dtype, op):
+        second = devices[1]
+        index = torch.device(second).index
+        samples = list(itertools.islice(op.sample_inputs("cpu", dtype), 1))
+        if not samples:
+            self.skipTest("no samples")
+        for sample in samples:
+            expected = call(op, sample)
+            actual = call(op, sample_to(sample, second))
+            common.assert_on_device(self, actual, index=index)
+            self._check("test_multiple_devices", op, dtype, actual, expected, sample)
+        # Mixing tensors of two devices in one elementwise op is an error, as for CUDA.
+        sample = samples[0]
+        other = sample.args[0] if sample.args else None
+        if isinstance(op, BinaryUfuncInfo) and isinstance(other, torch.Tensor) and other.dim() > 0:
+            with self.assertRaisesRegex(RuntimeError, "device"):
+                op(sample.input.to(devices[0]), other.to(second), *sample.args[1:], **sample.kwargs)
+
+
+instantiate_device_type_tests(TestCommon, globals(), only_for="neuron")

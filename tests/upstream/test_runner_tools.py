@@ -1,0 +1,104 @@
+"""The upstream-test tooling itself: expectation files, test-name parsing, dashboard figures,
+upstream-file outcome matching. Cheap; collected by a plain ``pytest tests``."""
+
+import json
+
+import pytest
+
+import upstream_common as common
+from tools.upstream import dashboard, expectations, source_tree
+
+
+def test_expectation_files_parse_and_carry_reasons():
+    for suite in ("ops", "gradients", "modules", "optim"):
+        loaded = expectations.load(suite)
+        for entry in loaded.entries:
+            assert entry.reason and entry.category in expectations.CATEGORIES
+            if entry.category in ("backend bug", "missing kernel"):
+                assert entry.reproducer
+
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ({"mode": "xfail", "category": "backend bug", "reason": "r"}, "reproducer"),
+        ({"mode": "xfail", "category": "torch bug", "reason": "r"}, "patch id"),
+        ({"mode": "xfail", "category": "tolerance"}, "reason"),
+        ({"mode": "maybe", "category": "tolerance", "reason": "r"}, "mode"),
+        ({"mode": "skip", "category": "flaky", "reason": "r"}, "category"),
+    ],
+)
+def test_expectation_entries_are_validated(raw, message):
+    with pytest.raises(expectations.ExpectationError, match=message):
+        expectations.parse("ops", {"expectations": [raw]})
+
+
+def test_lookup_matches_globs_dtypes_and_first_entry_wins():
+    data = {
+        "expectations": [
+            {"ops": ["linalg.*"], "dtypes": ["float16"], "mode": "xfail", "category": "tolerance", "reason": "a"},
+            {"ops": ["linalg.svd"], "mode": "skip", "category": "out of scope", "reason": "b"},
+        ],
+        "tolerances": [{"ops": ["mm"], "dtypes": ["bfloat16"], "atol": 0.1, "rtol": 0.2, "reason": "c"}],
+    }
+    exp = expectations.parse("ops", data)
+    assert exp.lookup("test_compare_cpu", "linalg.svd", "float16").reason == "a"
+    assert exp.lookup("test_compare_cpu", "linalg.svd", "float32").reason == "b"
+    assert exp.lookup("test_compare_cpu", "mm", "float32") is None
+    assert exp.tolerance("test_compare_cpu", "mm", "bfloat16").atol == 0.1
+    assert exp.tolerance("test_compare_cpu", "mm", "float32") is None
+
+
+def test_describe_splits_instantiated_test_names():
+    subjects = {"nn_functional_conv2d": "nn.functional.conv2d", "add": "add", "nn_LSTM": "nn.LSTM"}
+    bases = ("test_compare_cpu", "test_compare_cpu_reference", "test_forward")
+    got = common.describe("test_compare_cpu_nn_functional_conv2d_neuron_bfloat16", bases, subjects)
+    assert got == {"test": "test_compare_cpu", "subject": "nn.functional.conv2d", "dtype": "bfloat16", "variant": None}
+    got = common.describe("test_compare_cpu_reference_add_neuron_int8", bases, subjects)
+    assert (got["test"], got["subject"], got["dtype"]) == ("test_compare_cpu_reference", "add", "int8")
+    got = common.describe("test_forward_nn_LSTM_train_mode_neuron_float32", bases, subjects)
+    assert (got["subject"], got["variant"]) == ("nn.LSTM", "train_mode")
+    assert common.describe("test_other_add_neuron_int8", bases, subjects) is None
+
+
+def _records(tmp_path, rows):
+    path = tmp_path / "vanilla.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return {"name": "vanilla", "python": "py", "returncode": 1, "seconds": 1.0, "results": str(path), "health": None}
+
+
+def test_dashboard_counts_rates_and_stale_xfails(tmp_path):
+    base = {"suite": "ops", "test": "test_compare_cpu"}
+    rows = [
+        dict(base, subject="add", dtype="float32", outcome="passed"),
+        dict(base, subject="add", dtype="int8", outcome="passed"),
+        dict(base, subject="mm", dtype="float32", outcome="failed", error="AssertionError: x"),
+        dict(base, subject="mm", dtype="int8", outcome="stale", category="backend bug"),
+        dict(base, subject="mm", dtype="complex32", outcome="skipped", category="out of scope"),
+        dict(base, subject="mm", dtype="float16", outcome="xfailed", category="tolerance"),
+    ]
+    report = dashboard.build([_records(tmp_path, rows)])
+    env = report["environments"]["vanilla"]
+    assert env["compare_cpu"]["passed"] == 2 and env["compare_cpu"]["total"] == 6
+    assert env["compare_cpu"]["pass_rate"] == pytest.approx(2 / 5)
+    assert [f["subject"] for f in env["failures"]] == ["mm"]
+    assert [f["dtype"] for f in env["stale"]] == ["int8"]
+    assert env["per_dtype"]["ops"]["float32"]["failed"] == 1
+    assert not report["ok"]
+    dashboard.write(report, tmp_path)
+    md = (tmp_path / "dashboard.md").read_text()
+    assert "stale xfail" in md and "AssertionError: x" in md
+    assert dashboard.summary_line(report, tmp_path).startswith("test-upstream FAILED")
+
+
+def test_dashboard_is_ok_only_without_unexpected_outcomes(tmp_path):
+    rows = [{"suite": "optim", "test": "t", "subject": "SGD", "outcome": o} for o in ("passed", "xfailed", "skipped")]
+    report = dashboard.build([_records(tmp_path, rows)])
+    assert report["ok"]
+
+
+def test_upstream_file_ids_match_across_devices():
+    assert source_tree._normalise("test_view_ops.TestViewOpsCPU", "test_view_cpu_float32") == \
+        source_tree._normalise("test_view_ops.TestViewOpsPRIVATEUSE1", "test_view_neuron_float32")
+    assert source_tree._normalise("TestOldViewOpsCPU", "test_diagonal_cpu") != \
+        source_tree._normalise("TestOldViewOpsCPU", "test_diagonal_multi_cpu")

@@ -1,0 +1,213 @@
+"""Dashboard of an upstream-test run: JSON and Markdown, generated from the per-test JSONL
+records (tools/upstream/plugin.py) and the expectation files, never edited by hand."""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import json
+import pathlib
+
+OUTCOMES = ("passed", "failed", "error", "xfailed", "stale", "skipped")
+UNEXPECTED = ("failed", "error", "stale")
+
+
+def _counts(records):
+    c = collections.Counter(r["outcome"] for r in records)
+    counts = {k: c.get(k, 0) for k in OUTCOMES}
+    counts["total"] = len(records)
+    run = counts["total"] - counts["skipped"]
+    counts["pass_rate"] = round(counts["passed"] / run, 4) if run else None
+    return counts
+
+
+def _group(records, key):
+    groups = collections.defaultdict(list)
+    for r in records:
+        groups[key(r)].append(r)
+    return {k: _counts(v) for k, v in sorted(groups.items(), key=lambda kv: str(kv[0]))}
+
+
+def load_records(path):
+    if not path or not pathlib.Path(path).exists():
+        return []
+    with open(path) as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def summarize_env(run):
+    records = [r for r in load_records(run.get("results")) if r.get("suite")]
+    suites = sorted({r["suite"] for r in records})
+    env = {
+        "python": run["python"],
+        "smoke": run.get("smoke"),
+        "seconds": run["seconds"],
+        "returncode": run["returncode"],
+        "health": run.get("health"),
+        "load_error": run.get("load_error"),
+        "overall": _counts(records),
+        "suites": {s: _counts([r for r in records if r["suite"] == s]) for s in suites},
+        "per_test": {s: _group([r for r in records if r["suite"] == s], lambda r: r["test"]) for s in suites},
+        "per_subject": {s: _group([r for r in records if r["suite"] == s], lambda r: r["subject"]) for s in suites},
+        "per_dtype": {s: _group([r for r in records if r["suite"] == s], lambda r: r.get("dtype") or "-")
+                      for s in suites},
+        "compare_cpu": _counts([r for r in records if r["suite"] == "ops" and r["test"] == "test_compare_cpu"]),
+        "failures": [_brief(r) for r in records if r["outcome"] in ("failed", "error")],
+        "stale": [_brief(r) for r in records if r["outcome"] == "stale"],
+        "xfails": [_brief(r) for r in records if r["outcome"] == "xfailed"],
+        "skips_by_category": dict(collections.Counter(
+            r.get("category") or "not applicable" for r in records if r["outcome"] == "skipped")),
+        "xfails_by_category": dict(collections.Counter(
+            r.get("category") or "upstream OpInfo xfail" for r in records if r["outcome"] == "xfailed")),
+    }
+    if run.get("files") is not None:
+        env["files"] = run["files"]
+    return env
+
+
+def _brief(r):
+    keys = ("suite", "test", "subject", "dtype", "variant", "category", "reason", "error", "nodeid")
+    return {k: r[k] for k in keys if r.get(k) is not None}
+
+
+def build(runs, smoke=False, seconds=None):
+    envs = {run["name"]: summarize_env(run) for run in runs}
+    ok = bool(envs)
+    for name, env in envs.items():
+        unexpected = sum(env["overall"][k] for k in UNEXPECTED)
+        # Only the vanilla suites gate the exit status; the patched run and upstream files (of
+        # another torch version, without expectation files) are reported beside them.
+        ran_nothing = not env["overall"]["total"] and not env.get("files")
+        # pytest exits 0 (all passed) or 1 (some failed); anything else is an interrupted run.
+        interrupted = env["returncode"] not in (0, 1, None)
+        if name == "vanilla" and (unexpected or env["health"] or env["load_error"] or ran_nothing or interrupted):
+            ok = False
+    return {
+        "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "smoke": smoke,
+        "seconds": seconds,
+        "environments": envs,
+        "ok": ok,
+    }
+
+
+def _rate(c):
+    if not c or not c.get("total"):
+        return "-"
+    rate = f"{100 * c['pass_rate']:.1f}%" if c.get("pass_rate") is not None else "n/a"
+    return f"{c['passed']}/{c['total'] - c['skipped']} ({rate})"
+
+
+def markdown(report):
+    envs = report["environments"]
+    names = list(envs)
+    lines = [
+        "# Upstream device-generic tests on `neuron`",
+        "",
+        f"Generated {report['generated']}{' (smoke subset)' if report['smoke'] else ''}; "
+        f"wall time {report['seconds']} s; status **{'OK' if report['ok'] else 'FAILING'}**.",
+        "",
+        "Pass rate = passed / (run = total - skipped). Unexpected = failed + error + stale xfail.",
+        "",
+        "## Summary" + (" (vanilla vs patched torch)" if len(names) > 1 else ""),
+        "",
+        "| suite | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    suites = sorted({s for e in envs.values() for s in e["suites"]})
+    for s in suites:
+        lines.append(f"| {s} | " + " | ".join(_rate(envs[n]["suites"].get(s)) for n in names) + " |")
+    lines.append("| ops: compare vs CPU, all dtypes | " + " | ".join(_rate(envs[n]["compare_cpu"]) for n in names) + " |")
+    lines.append("| **overall** | " + " | ".join(_rate(envs[n]["overall"]) for n in names) + " |")
+    lines += ["", "| counts | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for k in OUTCOMES:
+        lines.append(f"| {k} | " + " | ".join(str(envs[n]["overall"][k]) for n in names) + " |")
+    lines.append("| seconds | " + " | ".join(str(envs[n]["seconds"]) for n in names) + " |")
+    lines.append("| scope | " + " | ".join("smoke subset" if envs[n].get("smoke") else "full" for n in names) + " |")
+    for n in names:
+        env = envs[n]
+        lines += ["", f"## {n}", ""]
+        if env["load_error"]:
+            lines += [f"The backend did not load: `{env['load_error']}`", ""]
+            continue
+        if env["health"]:
+            lines += [f"**Run stopped by the device-health probe:** {env['health']}", ""]
+        lines += ["### Per test", "", "| suite | test | passed | failed | error | xfailed | stale | skipped |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for s, tests in env["per_test"].items():
+            for t, c in tests.items():
+                lines.append(f"| {s} | {t} | {c['passed']} | {c['failed']} | {c['error']} | {c['xfailed']} | "
+                             f"{c['stale']} | {c['skipped']} |")
+        if "ops" in env["per_dtype"]:
+            lines += ["", "### Ops suite per dtype", "", "| dtype | passed / run | xfailed | skipped |", "|---|---|---|---|"]
+            for d, c in env["per_dtype"]["ops"].items():
+                lines.append(f"| {d} | {_rate(c)} | {c['xfailed']} | {c['skipped']} |")
+        lines += ["", "### Unexpected failures", ""]
+        if env["failures"] or env["stale"]:
+            lines += ["| suite | test | subject | dtype | first error line |", "|---|---|---|---|---|"]
+            for f in env["failures"]:
+                lines.append(f"| {f['suite']} | {f['test']} | {f.get('subject', '')} | {f.get('dtype', '')} | "
+                             f"{_cell(f.get('error', ''))} |")
+            for f in env["stale"]:
+                lines.append(f"| {f['suite']} | {f['test']} | {f.get('subject', '')} | {f.get('dtype', '')} | "
+                             f"stale xfail ({f.get('category', '')}): passes now |")
+        else:
+            lines.append("None.")
+        lines += ["", "### Expected failures and skips by category", "", "| category | xfailed | skipped |", "|---|---|---|"]
+        cats = sorted(set(env["xfails_by_category"]) | set(env["skips_by_category"]))
+        for c in cats:
+            lines.append(f"| {c} | {env['xfails_by_category'].get(c, 0)} | {env['skips_by_category'].get(c, 0)} |")
+        lines += ["", "### Subjects with any non-passing case", "", "| suite | subject | passed | failed | xfailed | skipped |",
+                  "|---|---|---|---|---|---|"]
+        for s, subjects in env["per_subject"].items():
+            for subj, c in subjects.items():
+                if c["passed"] != c["total"]:
+                    lines.append(f"| {s} | {subj} | {c['passed']} | {c['failed'] + c['error'] + c['stale']} | "
+                                 f"{c['xfailed']} | {c['skipped']} |")
+        files = env.get("files")
+        if files:
+            lines += ["", "### Upstream test files", ""]
+            if "error" in files:
+                lines.append(files["error"])
+            for fname, f in files.get("files", {}).items():
+                if f.get("import_error"):
+                    lines.append(f"- `{fname}`: does not import: `{f['import_error']}`")
+                elif f.get("run_error"):
+                    lines.append(f"- `{fname}`: {f['run_error']}")
+                else:
+                    lines.append(f"- `{fname}`: neuron {f['neuron_passed']}/{f['cpu_passed']} of the tests that pass on "
+                                 f"cpu ({f['neuron_failed']} fail, {f['neuron_skipped']} skip on neuron)")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")[:200]
+
+
+def write(report, out):
+    out = pathlib.Path(out)
+    (out / "dashboard.json").write_text(json.dumps(report, indent=1, sort_keys=False) + "\n")
+    (out / "dashboard.md").write_text(markdown(report))
+
+
+def summary_line(report, out):
+    parts = []
+    for name, env in report["environments"].items():
+        if env["load_error"]:
+            parts.append(f"{name}: backend did not load")
+            continue
+        o = env["overall"]
+        unexpected = o["failed"] + o["error"] + o["stale"]
+        cmp = env["compare_cpu"]
+        cmp_txt = f", ops vs CPU {_rate(cmp)}" if cmp["total"] else ""
+        parts.append(f"{name}: {o['passed']} passed, {unexpected} unexpected, {o['xfailed']} xfailed, "
+                     f"{o['skipped']} skipped ({_rate(o)}{cmp_txt}; {env['seconds']} s)"
+                     + (" [STOPPED: device unhealthy]" if env["health"] else ""))
+        files = env.get("files") or {}
+        for fname, f in files.get("files", {}).items():
+            if f.get("import_error"):
+                parts.append(f"{name} {fname}: does not import")
+            elif "neuron_passed" in f:
+                parts.append(f"{name} {fname}: {f['neuron_passed']}/{f['cpu_passed']} of cpu-passing tests pass")
+    status = "OK" if report["ok"] else "FAILED"
+    return f"test-upstream {status}: " + "; ".join(parts) + f" -> {pathlib.Path(out) / 'dashboard.md'}"
