@@ -9,6 +9,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 namespace torch_neuron {
@@ -188,7 +189,17 @@ double modelled_duration_ns(c10::DeviceIndex device, OpClass cls, const CostInpu
   return ns;
 }
 
+std::thread::id g_main_thread;
+std::atomic<bool> g_off_main{false};
+
+void set_main_thread() { g_main_thread = std::this_thread::get_id(); }
+bool ops_ran_off_main_thread() { return g_off_main.load(); }
+
 void count(OpInfo& info, c10::ScalarType dtype, bool native) {
+  if (C10_UNLIKELY(!g_off_main.load(std::memory_order_relaxed)) &&
+      std::this_thread::get_id() != g_main_thread) {
+    g_off_main.store(true, std::memory_order_relaxed);
+  }
   const size_t t = static_cast<size_t>(dtype) < OpInfo::kNumTypes ? static_cast<size_t>(dtype)
                                                                   : OpInfo::kNumTypes - 1;
   (native ? info.native : info.fallback)[t].fetch_add(1, std::memory_order_relaxed);

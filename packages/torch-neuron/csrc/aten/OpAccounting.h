@@ -70,6 +70,11 @@ void register_native(const std::string& executed_op, const std::string& entry,
 void decide_native(OpInfo& info, c10::ScalarType dtype,
                    const std::vector<std::vector<int64_t>>& shapes, CostInputs& cost);
 
+// Whether any op ran on a thread other than the one that initialised the backend
+// (autograd's device workers run backward there).
+void set_main_thread();
+bool ops_ran_off_main_thread();
+
 // Counts an execution whose timeline entry neuron_sim already made (copies).
 void count(OpInfo& info, c10::ScalarType dtype, bool native);
 

@@ -73,6 +73,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_init", [] {
     ensure_initialized();
     install_host_allocation_redirect();
+    set_main_thread();
     register_functional_host_kernels();
     static bool registered = [] {
       pthread_atfork(nullptr, nullptr, [] { g_in_bad_fork = true; });
@@ -136,6 +137,7 @@ PYBIND11_MODULE(_C, m) {
     account(op_info_by_name(op), static_cast<c10::DeviceIndex>(device),
             reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type, /*native=*/true, in);
   });
+  m.def("ops_ran_off_main_thread", &ops_ran_off_main_thread);
   m.def("op_counts", [] {
     py::list out;
     for (const auto& c : op_counts()) out.append(py::make_tuple(c.op, c.dtype, c.native, c.fallback));

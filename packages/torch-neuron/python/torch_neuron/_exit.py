@@ -8,7 +8,9 @@ needs the GIL of a finalizing interpreter, and the process aborts. At exit, a
 trivial backward is queued on each used device: the worker finishes its previous
 task (dropping that graph) before it takes the new one; then the exit waits
 (bounded) until the worker has dropped the new graph too, which it sees from the
-reference count of the graph's only leaf.
+reference count of the graph's only leaf. Nothing is queued when no op ran off
+the main thread: then autograd's workers were never started, and starting them
+during exit would itself be unsafe.
 """
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ def _drain_autograd_workers() -> None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the drain's own ops are not the user's
+            if not _C.ops_ran_off_main_thread():
+                return  # no backward ran on neuron: autograd's workers were never started
             for i in range(_C.device_count()):
                 if _C.device_time_ns(i) <= 0:
                     continue  # the device was never used
