@@ -71,7 +71,6 @@ def test_demo_fails_when_losses_disagree(capsys):
     assert "FAIL" in capsys.readouterr().out
 
 
-@pytest.mark.xfail(strict=False, reason="Known race at interpreter exit: an autograd worker thread of a neuron device can still be running when Python finalizes, and the process aborts ('terminate called without an active exception', exit -6) in a few percent of runs under load. torch_neuron drains the workers at exit (_exit.py), which makes it rare but not impossible; the test documents the bug until it is fixed.")
 @pytest.mark.timeout(120)
 def test_training_process_exits_cleanly():
     # Teardown at interpreter exit (autograd worker threads, device runtime) must not abort:

@@ -25,7 +25,6 @@ def test_cpu_out_tensor_for_neuron_inputs_is_rejected_like_cuda():
         torch.amax(torch.randn(2, device="neuron"), out=torch.empty(()))
 
 
-@pytest.mark.xfail(strict=False, reason="Known race at interpreter exit: an autograd worker thread of a neuron device can still be running when Python finalizes, and the process aborts ('terminate called without an active exception', exit -6) in a few percent of runs under load. torch_neuron drains the workers at exit (_exit.py), which makes it rare but not impossible; the test documents the bug until it is fixed.")
 def test_process_exits_cleanly_right_after_backward():
     code = ("import torch; m = torch.nn.Linear(8, 1).to('neuron'); "
             "m(torch.randn(4, 8, device='neuron')).sum().backward()")
