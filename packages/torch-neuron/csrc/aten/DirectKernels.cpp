@@ -29,7 +29,10 @@ double nbytes(const at::Tensor& t) { return double(t.numel()) * double(t.element
 
 class DirectCall {
  public:
-  DirectCall(OpInfo& info, std::initializer_list<const at::Tensor*> tensors) : info_(info) {
+  // `args`: the call's arguments in schema order, for the native decision's attribute checks.
+  DirectCall(OpInfo& info, std::initializer_list<const at::Tensor*> tensors,
+             c10::ArrayRef<c10::IValue> args = {})
+      : info_(info) {
     for (const at::Tensor* t : tensors) {
       if (!t->defined()) continue;
       if (t->device().type() == kNeuron) {
@@ -57,7 +60,7 @@ class DirectCall {
           shapes.emplace_back(t->sizes().begin(), t->sizes().end());
         }
       }
-      decide_native(info_, dtype_, shapes, cost_);
+      decide_native(info_, dtype_, shapes, args, cost_);
     }
     if (!cost_.native) on_fallback(info_, dtype_);
     scope_.emplace(device_);
@@ -103,33 +106,62 @@ class DirectCall {
 #define NEURON_OP_INFO(NAME)                 \
   static OpInfo& info = op_info_by_name(NAME)
 
+// Device numerics (rare, and dominated by the kernel's simulation) takes the boxed path,
+// whose executor sees every argument and result.
+template <typename... Args>
+at::Tensor boxed_host_call(const char* name, const char* overload, Args&&... args) {
+  const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
+  torch::jit::Stack stack;
+  torch::jit::push(stack, std::forward<Args>(args)...);
+  host_fallback(op, &stack);
+  return stack.back().toTensor();
+}
+
+#define NEURON_DEVICE_NUMERICS(NAME, OVERLOAD, ...)       \
+  if (C10_UNLIKELY(native_executor() != nullptr)) {       \
+    return boxed_host_call(NAME, OVERLOAD, __VA_ARGS__);  \
+  }
+
 at::Tensor add_tensor(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  NEURON_DEVICE_NUMERICS("aten::add", "Tensor", a, b, alpha);
   NEURON_OP_INFO("aten::add.Tensor");
-  DirectCall c(info, {&a, &b});
+  const c10::IValue args[] = {a, b, alpha};
+  DirectCall c(info, {&a, &b}, args);
   return c.out(at::cpu::add(c.in(a), c.in(b), alpha));
 }
 
 at::Tensor sub_tensor(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
+  NEURON_DEVICE_NUMERICS("aten::sub", "Tensor", a, b, alpha);
   NEURON_OP_INFO("aten::sub.Tensor");
-  DirectCall c(info, {&a, &b});
+  const c10::IValue args[] = {a, b, alpha};
+  DirectCall c(info, {&a, &b}, args);
   return c.out(at::cpu::sub(c.in(a), c.in(b), alpha));
 }
 
 at::Tensor mul_tensor(const at::Tensor& a, const at::Tensor& b) {
+  NEURON_DEVICE_NUMERICS("aten::mul", "Tensor", a, b);
   NEURON_OP_INFO("aten::mul.Tensor");
-  DirectCall c(info, {&a, &b});
+  const c10::IValue args[] = {a, b};
+  DirectCall c(info, {&a, &b}, args);
   return c.out(at::cpu::mul(c.in(a), c.in(b)));
 }
 
 at::Tensor div_tensor(const at::Tensor& a, const at::Tensor& b) {
+  NEURON_DEVICE_NUMERICS("aten::div", "Tensor", a, b);
   NEURON_OP_INFO("aten::div.Tensor");
-  DirectCall c(info, {&a, &b});
+  const c10::IValue args[] = {a, b};
+  DirectCall c(info, {&a, &b}, args);
   return c.out(at::cpu::div(c.in(a), c.in(b)));
 }
 
 at::Tensor& add_inplace(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  if (C10_UNLIKELY(native_executor() != nullptr)) {
+    boxed_host_call("aten::add_", "Tensor", self, other, alpha);
+    return self;
+  }
   NEURON_OP_INFO("aten::add_.Tensor");
-  DirectCall c(info, {&self, &other});
+  const c10::IValue args[] = {self, other, alpha};
+  DirectCall c(info, {&self, &other}, args);
   at::Tensor h = c.in(self);
   at::cpu::add_(h, c.in(other), alpha);
   c.inplace(self);
@@ -137,8 +169,13 @@ at::Tensor& add_inplace(at::Tensor& self, const at::Tensor& other, const at::Sca
 }
 
 at::Tensor& mul_inplace(at::Tensor& self, const at::Tensor& other) {
+  if (C10_UNLIKELY(native_executor() != nullptr)) {
+    boxed_host_call("aten::mul_", "Tensor", self, other);
+    return self;
+  }
   NEURON_OP_INFO("aten::mul_.Tensor");
-  DirectCall c(info, {&self, &other});
+  const c10::IValue args[] = {self, other};
+  DirectCall c(info, {&self, &other}, args);
   at::Tensor h = c.in(self);
   at::cpu::mul_(h, c.in(other));
   c.inplace(self);
@@ -147,29 +184,37 @@ at::Tensor& mul_inplace(at::Tensor& self, const at::Tensor& other) {
 
 at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                    std::optional<at::ScalarType> dtype) {
+  NEURON_DEVICE_NUMERICS("aten::sum", "dim_IntList", self, dim, keepdim, dtype);
   NEURON_OP_INFO("aten::sum.dim_IntList");
-  DirectCall c(info, {&self});
+  const c10::IValue args[] = {self, dim, keepdim, dtype};
+  DirectCall c(info, {&self}, args);
   return c.out(at::cpu::sum(c.in(self), dim, keepdim, dtype));
 }
 
 at::Tensor mm(const at::Tensor& a, const at::Tensor& b) {
+  NEURON_DEVICE_NUMERICS("aten::mm", "", a, b);
   NEURON_OP_INFO("aten::mm");
-  DirectCall c(info, {&a, &b});
+  const c10::IValue args[] = {a, b};
+  DirectCall c(info, {&a, &b}, args);
   if (a.dim() > 0) c.set_matmul_k(a.size(-1));
   return c.out(at::cpu::mm(c.in(a), c.in(b)));
 }
 
 at::Tensor bmm(const at::Tensor& a, const at::Tensor& b) {
+  NEURON_DEVICE_NUMERICS("aten::bmm", "", a, b);
   NEURON_OP_INFO("aten::bmm");
-  DirectCall c(info, {&a, &b});
+  const c10::IValue args[] = {a, b};
+  DirectCall c(info, {&a, &b}, args);
   if (a.dim() > 0) c.set_matmul_k(a.size(-1));
   return c.out(at::cpu::bmm(c.in(a), c.in(b)));
 }
 
 at::Tensor addmm(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2,
                  const at::Scalar& beta, const at::Scalar& alpha) {
+  NEURON_DEVICE_NUMERICS("aten::addmm", "", self, m1, m2, beta, alpha);
   NEURON_OP_INFO("aten::addmm");
-  DirectCall c(info, {&self, &m1, &m2});
+  const c10::IValue args[] = {self, m1, m2, beta, alpha};
+  DirectCall c(info, {&self, &m1, &m2}, args);
   if (m1.dim() > 0) c.set_matmul_k(m1.size(-1));
   return c.out(at::cpu::addmm(c.in(self), c.in(m1), c.in(m2), beta, alpha));
 }

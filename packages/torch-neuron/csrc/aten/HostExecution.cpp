@@ -297,7 +297,9 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   check_device_index(device);
   CostInputs cost;
-  if (maybe_native) decide_native(info, dtype, shapes, cost);
+  if (maybe_native) {
+    decide_native(info, dtype, shapes, c10::ArrayRef<c10::IValue>(stack->data() + first, nargs), cost);
+  }
   if (!info.is_view && !cost.native) on_fallback(info, dtype);
 
   // Pass 2: replace arguments by their host forms.
@@ -355,12 +357,24 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
 
+  // Device numerics: the tile kernel recomputes a native call's values (see OpAccounting.h).
+  const NativeExecutor numerics = cost.native ? native_executor() : nullptr;
+  std::vector<c10::IValue> numerics_args, numerics_inputs;
+  if (C10_UNLIKELY(numerics != nullptr)) {
+    numerics_args.assign(stack->begin() + first, stack->end());
+    numerics_inputs = native_inputs(schema, numerics_args);
+  }
+
   op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
 
   // Arguments the kernel mutated may have been resized or re-pointed.
   scope.sync_all();
   const size_t nret = schema.returns().size();
   const size_t rfirst = stack->size() - nret;
+  if (C10_UNLIKELY(numerics != nullptr)) {
+    numerics(info, dtype, numerics_inputs, numerics_args,
+             c10::ArrayRef<c10::IValue>(stack->data() + rfirst, nret));
+  }
   double out_numel = 0;
   for (size_t j = rfirst; j < stack->size(); ++j) {
     c10::IValue& v = (*stack)[j];

@@ -1,11 +1,13 @@
 #include "aten/OpAccounting.h"
 
+#include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 
 #include "runtime/NeuronRuntime.h"
 #include "runtime/NeuronStream.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -30,9 +32,73 @@ std::atomic<NativeEstimator> g_estimator{nullptr};
 std::mutex g_native_mutex;
 std::unordered_map<std::string, double> g_native_cache;  // signature -> ns (<0: not covered)
 
+void append_raw(std::string& key, char tag, const void* p, size_t n) {
+  key += tag;
+  key.append(static_cast<const char*>(p), n);
+}
+
+void append_tensor(std::string& key, const at::Tensor& t) {
+  key += 'T';
+  if (!t.defined()) {
+    key += 'u';
+    return;
+  }
+  // Shapes of device operands are in the signature already; a host tensor (a wrapped
+  // number) is identified by its rank.
+  key += static_cast<char>(t.scalar_type());
+  if (t.device().type() != c10::DeviceType::PrivateUse1) {
+    key += 'h';
+    key += static_cast<char>(t.dim());
+  }
+}
+
+// Attribute values and argument dtypes: a decision may depend on them (alpha, dim, eps, ...).
+void append_value(std::string& key, const c10::IValue& v) {
+  if (v.isTensor()) {
+    append_tensor(key, v.toTensor());
+  } else if (v.isTensorList()) {
+    key += '[';
+    for (const at::Tensor& t : v.toTensorList()) append_tensor(key, t);
+    key += ']';
+  } else if (v.isList()) {
+    key += '[';
+    for (const c10::IValue& e : v.toListRef()) append_value(key, e);
+    key += ']';
+  } else if (v.isDouble()) {
+    // Decisions only test numbers against 0 and 1 (alpha, beta, dropout_p, label_smoothing);
+    // keying on other values (a scheduled lr, eps) would make every call a new signature.
+    const double d = v.toDouble();
+    key += d == 0.0 ? 'z' : (d == 1.0 ? 'o' : 'd');
+  } else if (v.isInt()) {
+    const int64_t i = v.toInt();
+    append_raw(key, 'i', &i, sizeof i);
+  } else if (v.isBool()) {
+    key += v.toBool() ? 'B' : 'b';
+  } else if (v.isNone()) {
+    key += 'N';
+  } else if (v.isString()) {
+    key += 's';
+    key += v.toStringRef();
+    key += '\0';
+  } else if (v.isSymInt()) {
+    const auto i = v.toSymInt().maybe_as_int();
+    const int64_t x = i ? *i : INT64_MIN;
+    append_raw(key, 'S', &x, sizeof x);
+  } else if (v.isComplexDouble()) {
+    const c10::complex<double> c = v.toComplexDouble();
+    append_raw(key, 'c', &c, sizeof c);
+  } else {
+    key += '?';
+    key += v.tagKind();
+  }
+}
+
 std::string signature(const OpInfo& info, c10::ScalarType dtype,
-                      const std::vector<std::vector<int64_t>>& shapes) {
-  std::string key = info.native_entry;
+                      const std::vector<std::vector<int64_t>>& shapes,
+                      c10::ArrayRef<c10::IValue> args) {
+  std::string key;
+  key.reserve(info.name.size() + 16 * (shapes.size() + args.size()));
+  key += info.name;
   key += '|';
   key += std::to_string(static_cast<int>(dtype));
   for (const auto& s : shapes) {
@@ -42,6 +108,8 @@ std::string signature(const OpInfo& info, c10::ScalarType dtype,
       key += ',';
     }
   }
+  key += '#';
+  for (const c10::IValue& v : args) append_value(key, v);
   return key;
 }
 
@@ -127,7 +195,12 @@ OpInfo& op_info_by_name(const std::string& name) {
   return make_info(name, op ? &op->schema() : nullptr);
 }
 
-void set_native_estimator(NativeEstimator fn) { g_estimator.store(fn); }
+void set_native_estimator(NativeEstimator fn) {
+  g_estimator.store(fn);
+  // A new estimator may decide differently (e.g. a different device profile).
+  std::lock_guard<std::mutex> lock(g_native_mutex);
+  g_native_cache.clear();
+}
 
 void register_native(const std::string& executed_op, const std::string& entry,
                      c10::ScalarType dtype) {
@@ -138,19 +211,20 @@ void register_native(const std::string& executed_op, const std::string& entry,
 }
 
 void decide_native(OpInfo& info, c10::ScalarType dtype,
-                   const std::vector<std::vector<int64_t>>& shapes, CostInputs& cost) {
+                   const std::vector<std::vector<int64_t>>& shapes,
+                   c10::ArrayRef<c10::IValue> args, CostInputs& cost) {
   cost.native = false;
   const size_t t = static_cast<size_t>(dtype);
   NativeEstimator est = g_estimator.load(std::memory_order_relaxed);
   if (!est || t >= info.native_dtype.size() || !info.native_dtype[t]) return;
   for (const auto& sh : shapes) {
-    // Tile kernels cover non-empty tensors with at least one dimension.
-    if (sh.empty()) return;
+    // Tile kernels cover non-empty tensors (0-dim operands are judged by the estimator:
+    // _fused_adamw_'s step counters are 0-dim, yet not kernel operands).
     for (int64_t d : sh) {
       if (d == 0) return;
     }
   }
-  const std::string key = signature(info, dtype, shapes);
+  const std::string key = signature(info, dtype, shapes, args);
   double ns;
   {
     std::lock_guard<std::mutex> lock(g_native_mutex);
@@ -162,13 +236,41 @@ void decide_native(OpInfo& info, c10::ScalarType dtype,
       return;
     }
   }
-  ns = est(info.native_entry, dtype, shapes);
+  ns = est(info, dtype, args);
   {
     std::lock_guard<std::mutex> lock(g_native_mutex);
     g_native_cache.emplace(key, ns);
   }
   cost.native = ns >= 0;
   cost.native_ns = ns;
+}
+
+std::atomic<NativeExecutor> g_native_executor{nullptr};
+
+void set_native_executor(NativeExecutor fn) { g_native_executor.store(fn); }
+
+std::vector<c10::IValue> native_inputs(const c10::FunctionSchema& schema,
+                                       c10::ArrayRef<c10::IValue> args) {
+  std::vector<c10::IValue> out(args.begin(), args.end());
+  bool writes = false;
+  for (const auto& a : schema.arguments()) {
+    if (a.alias_info() && a.alias_info()->isWrite()) writes = true;
+  }
+  if (!writes) return out;
+  // The CPU kernel is about to overwrite some argument, possibly one that is also read
+  // (add_(self, ...), out= aliasing an input): the kernel must see the values before.
+  auto copy = [](const at::Tensor& t) { return t.defined() ? t.clone(at::MemoryFormat::Contiguous) : t; };
+  for (c10::IValue& v : out) {
+    if (v.isTensor()) {
+      v = copy(v.toTensor());
+    } else if (v.isTensorList()) {
+      c10::List<at::Tensor> copies;
+      copies.reserve(v.toTensorList().size());
+      for (const at::Tensor& t : v.toTensorList()) copies.push_back(copy(t));
+      v = std::move(copies);
+    }
+  }
+  return out;
 }
 
 double modelled_duration_ns(c10::DeviceIndex device, OpClass cls, const CostInputs& in,
@@ -223,16 +325,21 @@ bool strict() { return g_strict.load(std::memory_order_relaxed); }
 void set_warn_fallback(bool w) { g_warn.store(w); }
 
 void on_fallback(OpInfo& info, c10::ScalarType dtype) {
+  // A table op whose kernel rejected this call's arguments says where the reason is.
+  const char* why = info.native_entry.empty()
+                        ? ""
+                        : " for this call (its kernel does not cover the call's shapes, dtypes or "
+                          "attributes; torch_neuron.native_rejections() says why)";
   if (C10_UNLIKELY(g_strict.load(std::memory_order_relaxed))) {
     TORCH_CHECK_NOT_IMPLEMENTED(
         false, "neuron: ", info.name, " (", c10::toString(dtype),
-        ") has no native neuron kernel and would run on the host (CPU fallback). "
+        ") has no native neuron kernel", why, " and would run on the host (CPU fallback). "
         "TORCH_NEURON_STRICT=1 makes fallbacks errors; unset it (or call "
         "torch_neuron.set_strict(False)) to allow host execution.");
   }
   if (g_warn.load(std::memory_order_relaxed) && !info.warned.exchange(true)) {
     TORCH_WARN("neuron: ", info.name, " (", c10::toString(dtype),
-               ") has no native neuron kernel; it runs on the host and is counted as a "
+               ") has no native neuron kernel", why, "; it runs on the host and is counted as a "
                "fallback (torch_neuron.get_fallback_ops()). This warning is shown once per op; "
                "TORCH_NEURON_FALLBACK_WARN=0 silences it, TORCH_NEURON_STRICT=1 makes it an error.");
   }

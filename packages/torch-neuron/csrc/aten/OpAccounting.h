@@ -58,17 +58,42 @@ void account(OpInfo& info, c10::DeviceIndex device, c10::ScalarType dtype, bool 
              const CostInputs& in);
 
 // ---- native kernels (neuron_kernels' op table) ----
-// Estimates the kernel's device time (ns) for these input shapes, or returns a
-// negative value when the kernel does not cover the call. Set by the Python layer.
-using NativeEstimator = double (*)(const std::string& entry, c10::ScalarType dtype,
-                                   const std::vector<std::vector<int64_t>>& shapes);
+// Estimates the kernel's device time (ns) for a call, or returns a negative value when
+// the kernel does not cover it (shapes or attributes such as add's alpha outside the
+// adapter's coverage). `args` is the call's whole argument list in schema order (device
+// tensors, numbers, lists), so the decision can read attributes. Set by the Python layer.
+using NativeEstimator = double (*)(const OpInfo& info, c10::ScalarType dtype,
+                                   c10::ArrayRef<c10::IValue> args);
 void set_native_estimator(NativeEstimator fn);
 void register_native(const std::string& executed_op, const std::string& entry,
                      c10::ScalarType dtype);
 // Decides whether this execution runs on a native kernel; fills cost.native / native_ns.
-// Shape signatures are cached, so the estimator runs once per distinct call shape.
+// Decisions are cached per signature (op, dtype, operand shapes, argument dtypes and
+// attribute values), so the estimator runs once per distinct call.
 void decide_native(OpInfo& info, c10::ScalarType dtype,
-                   const std::vector<std::vector<int64_t>>& shapes, CostInputs& cost);
+                   const std::vector<std::vector<int64_t>>& shapes,
+                   c10::ArrayRef<c10::IValue> args, CostInputs& cost);
+
+// ---- device numerics (TORCH_NEURON_DEVICE_NUMERICS) ----
+// When set, a native call's values come from its tile kernel: after the CPU kernel has
+// produced the outputs (allocation, shapes, strides), the executor runs the kernel on
+// `inputs` and overwrites the outputs. `args` are the host forms the CPU kernel received
+// (in-place and out= targets), `inputs` the same values before the CPU kernel ran
+// (copies for ops that write to an argument), `results` the op's host-form returns.
+// Null (the default) turns the mode off; the check is one relaxed load.
+using NativeExecutor = void (*)(const OpInfo& info, c10::ScalarType dtype,
+                                c10::ArrayRef<c10::IValue> inputs, c10::ArrayRef<c10::IValue> args,
+                                c10::ArrayRef<c10::IValue> results);
+extern std::atomic<NativeExecutor> g_native_executor;
+inline NativeExecutor native_executor() {
+  return g_native_executor.load(std::memory_order_relaxed);
+}
+void set_native_executor(NativeExecutor fn);
+// The inputs the executor needs, taken before the CPU kernel runs: the arguments
+// themselves, or contiguous copies of their tensors when the op writes to an argument
+// (an in-place self or an out= tensor may alias an input).
+std::vector<c10::IValue> native_inputs(const c10::FunctionSchema& schema,
+                                       c10::ArrayRef<c10::IValue> args);
 
 // Whether any op ran on a thread other than the one that initialised the backend
 // (autograd's device workers run backward there).

@@ -2,6 +2,7 @@
 // that includes torch/extension.h.
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/Generator.h>
+#include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/extension.h>
 
 #include <pthread.h>
@@ -19,12 +20,39 @@ namespace {
 
 bool g_in_bad_fork = false;
 py::object* g_py_estimator = nullptr;  // intentionally leaked: called until process exit
+py::object* g_py_executor = nullptr;   // likewise (device numerics)
 
-double estimate_with_python(const std::string& entry, c10::ScalarType dtype,
-                            const std::vector<std::vector<int64_t>>& shapes) {
+py::list to_py(c10::ArrayRef<c10::IValue> values) {
+  py::list out;
+  for (const c10::IValue& v : values) out.append(torch::jit::toPyObject(v));
+  return out;
+}
+
+double estimate_with_python(const OpInfo& info, c10::ScalarType dtype,
+                            c10::ArrayRef<c10::IValue> args) {
   py::gil_scoped_acquire gil;
-  py::object r = (*g_py_estimator)(entry, std::string(c10::toString(dtype)), shapes);
+  py::object r = (*g_py_estimator)(info.name, info.native_entry,
+                                   std::string(c10::toString(dtype)), to_py(args));
   return r.cast<double>();
+}
+
+void execute_with_python(const OpInfo& info, c10::ScalarType dtype,
+                         c10::ArrayRef<c10::IValue> inputs, c10::ArrayRef<c10::IValue> args,
+                         c10::ArrayRef<c10::IValue> results) {
+  std::string error;
+  {
+    py::gil_scoped_acquire gil;
+    try {
+      (*g_py_executor)(info.name, info.native_entry, std::string(c10::toString(dtype)),
+                       to_py(inputs), to_py(args), to_py(results));
+      return;
+    } catch (py::error_already_set& e) {
+      // The Python error (and its traceback, which holds host aliases of device memory)
+      // is released here, under the GIL; the message travels as a c10::Error.
+      error = py::str(e.value()).cast<std::string>();
+    }
+  }
+  TORCH_CHECK(false, error);
 }
 
 py::dict properties_dict(int device) {
@@ -120,6 +148,18 @@ PYBIND11_MODULE(_C, m) {
     g_py_estimator = new py::object(std::move(fn));
     set_native_estimator(&estimate_with_python);
   });
+  // Device numerics: fn(op, entry, dtype, inputs, args, results) recomputes a native
+  // call's outputs with its tile kernel; None turns the mode off.
+  m.def("set_native_executor", [](py::object fn) {
+    if (fn.is_none()) {
+      set_native_executor(nullptr);
+      return;
+    }
+    if (!g_py_executor) g_py_executor = new py::object();
+    *g_py_executor = std::move(fn);
+    set_native_executor(&execute_with_python);
+  });
+  m.def("native_executor_set", [] { return native_executor() != nullptr; });
   m.def("register_native", [](const std::string& executed_op, const std::string& entry,
                               py::object dtype) {
     TORCH_CHECK(THPDtype_Check(dtype.ptr()), "register_native: expected a torch.dtype");

@@ -62,6 +62,8 @@ from . import amp  # noqa: E402
 from . import distributed  # noqa: E402  (registers the c10d backend "neuron")
 
 _native.install(_C.get_device_properties(0)["profile"] if _C.device_count() else "trn2")
+if _env.get_bool("TORCH_NEURON_DEVICE_NUMERICS"):
+    _native.set_device_numerics(True)
 _module_compat.install()
 _exit.install()
 _dynamo_interface.install()
@@ -100,6 +102,10 @@ def get_op_stats() -> list[dict]:
 
 
 native_rejections = _native.native_rejections
+set_device_numerics = _native.set_device_numerics
+device_numerics_enabled = _native.device_numerics_enabled
+device_numerics_stats = _native.device_numerics_stats
+clear_device_numerics_stats = _native.clear_device_numerics_stats
 
 
 def clear_op_tracking() -> None:

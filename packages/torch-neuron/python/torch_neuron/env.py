@@ -26,6 +26,10 @@ REGISTRY: tuple[EnvVar, ...] = (
     EnvVar("TORCH_NEURON_FALLBACK_WARN", "bool", "1",
            "1: warn once per op that runs on the host (fallback); 0: silent "
            "(also torch_neuron.set_fallback_warnings())."),
+    EnvVar("TORCH_NEURON_DEVICE_NUMERICS", "bool", "0",
+           "1: native ops take their values from their tile kernels run by the ISA simulator "
+           "instead of the host reference path (much slower; read at import, also "
+           "torch_neuron.set_device_numerics())."),
     EnvVar("TORCH_NEURON_DISABLE_WORKAROUNDS", "bool", "0",
            "1: do not apply torch_neuron's runtime workarounds for known torch bugs "
            "(see patches/README.md)."),
