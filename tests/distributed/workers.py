@@ -44,6 +44,10 @@ def close(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:
         tol = dict(rtol=2e-2, atol=2e-2)
     elif expected.dtype == torch.float32:
         tol = dict(rtol=1e-5, atol=1e-5)
+    elif expected.dtype == torch.float64:
+        # neuron_ccl's ring and recursive doubling associate the reduction differently from the
+        # rank-order reference (every rank still holds identical bits): allow a few ulps.
+        tol = dict(rtol=1e-12, atol=1e-12)
     else:
         tol = dict(rtol=0, atol=0)
     try:

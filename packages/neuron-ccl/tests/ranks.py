@@ -13,8 +13,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _entry(fn, rank, world, port, timeout_s, queue, kwargs):
+def _entry(fn, rank, world, port, timeout_s, queue, env, kwargs):
     try:
+        import os
+        os.environ.update(env or {})
         import neuron_ccl
         store = neuron_ccl.TCPStore("127.0.0.1", port, rank == 0, 30)
         comm = neuron_ccl.Communicator(store, rank, world, device=rank % 4, timeout_s=timeout_s, name="test")
@@ -23,11 +25,12 @@ def _entry(fn, rank, world, port, timeout_s, queue, kwargs):
         queue.put((rank, "error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
 
 
-def run_ranks(fn, world: int, timeout_s: float = 20.0, deadline_s: float = 60.0, **kwargs):
+def run_ranks(fn, world: int, timeout_s: float = 20.0, deadline_s: float = 60.0, env=None, **kwargs):
+    """`env`: environment variables set in every rank before neuron_ccl is imported."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     port = _free_port()
-    procs = [ctx.Process(target=_entry, args=(fn, r, world, port, timeout_s, queue, kwargs)) for r in range(world)]
+    procs = [ctx.Process(target=_entry, args=(fn, r, world, port, timeout_s, queue, env, kwargs)) for r in range(world)]
     for p in procs:
         p.start()
     import queue as queue_mod

@@ -49,8 +49,7 @@ def _read(buf, dtype, n):
 
 
 def _all_reduce_cases(comm, cases):
-    import neuron_sim
-    out = []
+    out = [comm.transport]
     for dtype, op, n, seed in cases:
         x = data(comm.rank, n, dtype, seed)
         buf = _device_array(x, comm.device)
@@ -62,15 +61,34 @@ def _all_reduce_cases(comm, cases):
 
 CASES = [(dt, op, n, i) for i, (dt, op, n) in enumerate(
     [(dt, op, n) for dt in ("float32", "bfloat16", "float16", "float64") for op in ("sum", "avg", "premul_sum", "max", "min")
-     for n in (7, 50000)]
+     for n in (2, 7, 50000)]
     + [(dt, op, 999) for dt in ("int32", "int64", "int8", "uint8") for op in ("sum", "max", "min", "band", "bor", "bxor")]
     + [("bool", op, 100) for op in ("sum", "product", "bxor")]
     + [("float32", "product", 64)])]
 
 
-@pytest.mark.parametrize("world", [2, 3])
-def test_all_reduce_every_dtype_and_op(world):
-    values = ok_values(run_ranks(_all_reduce_cases, world, cases=CASES))
+# (world, transport, forced all-reduce algorithm). Small ring slices make the 50000-element
+# cases run many pipelined slices per step; count 2 is below the rank count for 3 and 4 ranks.
+ALGO_MATRIX = [
+    (2, "shm", "oneshot"), (2, "shm", "twoshot"), (2, "shm", "ring"), (2, "shm", "rdouble"),
+    (3, "shm", "oneshot"), (3, "shm", "twoshot"), (3, "shm", "ring"),
+    (4, "shm", "twoshot"), (4, "shm", "ring"), (4, "shm", "rdouble"),
+    (2, "tcp", "ring"), (2, "tcp", "rdouble"), (3, "tcp", "ring"), (4, "tcp", "ring"), (4, "tcp", "rdouble"),
+]
+
+
+def algo_env(transport, algo=None):
+    env = {"NEURON_CCL_TRANSPORT": transport, "NEURON_CCL_RING_SLICE_BYTES": "4096"}
+    if algo:
+        env["NEURON_CCL_ALGO"] = f"allreduce={algo}"
+    return env
+
+
+@pytest.mark.parametrize("world,transport,algo", ALGO_MATRIX, ids=[f"{w}r-{t}-{a}" for w, t, a in ALGO_MATRIX])
+def test_all_reduce_every_dtype_and_op(world, transport, algo):
+    values = ok_values(run_ranks(_all_reduce_cases, world, cases=CASES, env=algo_env(transport, algo)))
+    assert [v[0] for v in values] == [transport] * world
+    values = [v[1:] for v in values]
     for i, (dtype, op, n, seed) in enumerate(CASES):
         ref = reference([data(r, n, dtype, seed) for r in range(world)], op, 0.5)
         tol = 2e-2 if dtype in ("bfloat16", "float16") else 1e-5
@@ -105,12 +123,14 @@ def _movement(comm):
     comm.reduce(int(src), int(red), n, "float32", "max", 0)
     if r == 0:
         res["reduce"] = _read(red, np.float32, n,)
-    # Uneven all-to-all: rank r sends (r + p + 1) elements to rank p, each equal to 100 r + p.
-    sends = [_device_array(np.full(r + p + 1, 100 * r + p, np.int64), comm.device) for p in range(w)]
-    recvs = [neuron_sim.DeviceBuffer((q + r + 1) * 8, device=comm.device) for q in range(w)]
-    comm.all_to_all_v([(int(s), r + p + 1) for p, s in enumerate(sends)], [(int(x), q + r + 1) for q, x in enumerate(recvs)],
-                      "int64")
-    res["all_to_all_v"] = [_read(x, np.int64, q + r + 1,) for q, x in enumerate(recvs)]
+    # Uneven all-to-all: rank r sends A (r + p + 1) elements to rank p, each equal to 100 r + p
+    # (several 4 KiB TCP frames per pair).
+    A = 700
+    sends = [_device_array(np.full(A * (r + p + 1), 100 * r + p, np.int64), comm.device) for p in range(w)]
+    recvs = [neuron_sim.DeviceBuffer(A * (q + r + 1) * 8, device=comm.device) for q in range(w)]
+    comm.all_to_all_v([(int(s), A * (r + p + 1)) for p, s in enumerate(sends)],
+                      [(int(x), A * (q + r + 1)) for q, x in enumerate(recvs)], "int64")
+    res["all_to_all_v"] = [_read(x, np.int64, A * (q + r + 1)) for q, x in enumerate(recvs)]
     # Point to point around a ring.
     t = _device_array(np.full(10, r, np.int32), comm.device)
     got = neuron_sim.DeviceBuffer(40, device=comm.device)
@@ -125,12 +145,39 @@ def _movement(comm):
     sub.all_reduce(int(x), int(x), 4, "float32", "sum")
     res["split_sum"] = _read(x, np.float32, 4,)
     res["flight"] = comm.flight_record()
+    res["transport"] = (comm.transport, sub.transport)
+    # Uneven all_gather_v and in-place all_gather / reduce_scatter (the ring's block order).
+    counts = [1500 * (q + 1) + q for q in range(w)]  # several TCP frames per block
+    mine = _device_array(np.full(counts[r], r + 0.5, np.float32), comm.device)
+    outs = [neuron_sim.DeviceBuffer(c * 4, device=comm.device) for c in counts]
+    comm.all_gather_v(int(mine), counts[r], [(int(o), c) for o, c in zip(outs, counts)], "float32")
+    res["all_gather_v"] = [_read(o, np.float32, c) for o, c in zip(outs, counts)]
+    whole = _device_array(np.concatenate([np.full(3, q, np.int32) if q == r else np.zeros(3, np.int32)
+                                          for q in range(w)]), comm.device)
+    comm.all_gather(int(whole) + r * 12, int(whole), 3, "int32")
+    res["all_gather_in_place"] = _read(whole, np.int32, 3 * w)
+    B = 3001  # float32 partials of 12004 bytes: several frames, the last one partial
+    bf = _device_array(np.arange(B * w, dtype=np.float32).astype(ml_dtypes.bfloat16), comm.device)
+    comm.reduce_scatter(int(bf), int(bf) + r * B * 2, B, "bfloat16", "avg")
+    res["reduce_scatter_bf16_avg"] = _read(bf, "bfloat16", B * w)[r * B:(r + 1) * B]
+    g = neuron_sim.DeviceBuffer(w * 8, device=comm.device)
+    gi = _device_array(np.array([r, -r], np.int32), comm.device)
+    if r == 0:
+        comm.gather(int(gi), 2, [(int(g) + q * 8, 2) for q in range(w)], "int32", 0)
+        res["gather"] = _read(g, np.int32, 2 * w)
+    else:
+        comm.gather(int(gi), 2, [], "int32", 0)
+    sc = neuron_sim.DeviceBuffer(8, device=comm.device)
+    src = _device_array(np.arange(2 * w, dtype=np.int32) * 7, comm.device)
+    comm.scatter([(int(src) + q * 8, 2) for q in range(w)] if r == w - 1 else [], int(sc), 2, "int32", w - 1)
+    res["scatter"] = _read(sc, np.int32, 2)
     return res
 
 
-def test_data_movement_collectives_and_split():
-    w, n = 3, 1000
-    values = ok_values(run_ranks(_movement, w))
+@pytest.mark.parametrize("world,transport", [(3, "shm"), (2, "tcp"), (4, "tcp")])
+def test_data_movement_collectives_and_split(world, transport):
+    w, n = world, 1000
+    values = ok_values(run_ranks(_movement, w, env=algo_env(transport)))
     for r, res in enumerate(values):
         np.testing.assert_array_equal(res["broadcast"], np.full(n, 1, np.float32))
         np.testing.assert_array_equal(res["all_gather"], np.concatenate([np.arange(n, dtype=np.float32) + q for q in range(w)]))
@@ -139,12 +186,23 @@ def test_data_movement_collectives_and_split():
         if r == 0:
             np.testing.assert_array_equal(res["reduce"], np.arange(n, dtype=np.float32) + w - 1)
         for q in range(w):
-            np.testing.assert_array_equal(res["all_to_all_v"][q], np.full(q + r + 1, 100 * q + r))
+            np.testing.assert_array_equal(res["all_to_all_v"][q], np.full(700 * (q + r + 1), 100 * q + r))
         np.testing.assert_array_equal(res["ring"], np.full(10, (r - 1) % w))
         members = [q for q in range(w) if q % 2 == r % 2]
         assert res["split"] == (sorted(members, key=lambda q: -q).index(r), len(members))
         np.testing.assert_array_equal(res["split_sum"], np.full(4, sum(members), np.float32))
         assert "broadcast" in res["flight"] and "completed" in res["flight"]
+        assert res["transport"] == (transport, transport)
+        for q in range(w):
+            np.testing.assert_array_equal(res["all_gather_v"][q], np.full(1500 * (q + 1) + q, q + 0.5, np.float32))
+        np.testing.assert_array_equal(res["all_gather_in_place"], np.repeat(np.arange(w, dtype=np.int32), 3))
+        # Every rank holds the same values, so the average is each value itself (bf16-rounded).
+        np.testing.assert_array_equal(res["reduce_scatter_bf16_avg"].astype(np.float32),
+                                      np.arange(r * 3001, (r + 1) * 3001, dtype=np.float32)
+                                      .astype(ml_dtypes.bfloat16).astype(np.float32))
+        if r == 0:
+            np.testing.assert_array_equal(res["gather"], np.array([[q, -q] for q in range(w)], np.int32).ravel())
+        np.testing.assert_array_equal(res["scatter"], np.arange(2 * r, 2 * r + 2, dtype=np.int32) * 7)
 
 
 def _mismatch(comm):
@@ -154,11 +212,32 @@ def _mismatch(comm):
     comm.all_reduce(int(b), int(b), n, "float32", "sum")
 
 
-def test_mismatched_sizes_fail_on_every_rank():
-    results = run_ranks(_mismatch, 2)
+@pytest.mark.parametrize("transport", ["shm", "tcp"])
+def test_mismatched_sizes_fail_on_every_rank(transport):
+    results = run_ranks(_mismatch, 2, env=algo_env(transport))
     for r in range(2):
         status, msg = results[r]
-        assert status == "error" and "CclMismatchError" in msg and "count=100" in msg and "count=101" in msg, msg
+        # Over TCP the rank that reads the other's frame first reports the mismatch; the other
+        # may instead learn it from the abort frame: the message is the same.
+        assert status == "error" and "count=100" in msg and "count=101" in msg, msg
+        assert "CclMismatchError" in msg or "CclPeerError" in msg, msg
+
+
+def _different_ops(comm):
+    import neuron_sim
+    b = neuron_sim.DeviceBuffer(64, device=comm.device)
+    if comm.rank == 0:
+        comm.broadcast(int(b), 16, "float32", 0)  # the root only sends: it must still notice
+    else:
+        comm.all_reduce(int(b), int(b), 16, "float32", "sum")
+
+
+@pytest.mark.parametrize("transport", ["shm", "tcp"])
+def test_different_operations_fail_on_every_rank_including_a_sending_root(transport):
+    results = run_ranks(_different_ops, 2, env=algo_env(transport))
+    for r in range(2):
+        status, msg = results[r]
+        assert status == "error" and "mismatched" in msg and "broadcast" in msg and "all_reduce" in msg, msg
 
 
 def _late(comm):
@@ -174,8 +253,9 @@ def _late(comm):
         print(f"rank {comm.rank} failed after {time.monotonic() - t0:.2f}s", flush=True)
 
 
-def test_timeout_names_the_missing_rank_and_reaches_every_rank():
-    results = run_ranks(_late, 2, timeout_s=1.5)
+@pytest.mark.parametrize("transport", ["shm", "tcp"])
+def test_timeout_names_the_missing_rank_and_reaches_every_rank(transport):
+    results = run_ranks(_late, 2, timeout_s=1.5, env=algo_env(transport))
     assert results[0][0] == "error" and "CclTimeoutError" in results[0][1] and "[1]" in results[0][1]
     assert results[1][0] == "error" and "aborted" in results[1][1] and "timed out" in results[1][1]
 
@@ -195,8 +275,9 @@ def _dies(comm):
     return "no error"
 
 
-def test_dead_peer_is_detected_before_the_timeout():
-    results = run_ranks(_dies, 2, timeout_s=60, deadline_s=30)
+@pytest.mark.parametrize("world,transport", [(2, "shm"), (2, "tcp"), (3, "tcp")])
+def test_dead_peer_is_detected_before_the_timeout(world, transport):
+    results = run_ranks(_dies, world, timeout_s=60, deadline_s=30, env=algo_env(transport))
     status, msg = results[0]
     assert status == "ok" and msg.startswith("CclPeerError") and "rank 1" in msg and "exited" in msg, msg
     assert float(msg.split(" after ")[1].split("s:")[0]) < 5
@@ -236,16 +317,63 @@ def test_collectives_occupy_the_device_timeline_for_the_modelled_time():
 
 def test_algorithm_selection_and_override(monkeypatch):
     import neuron_ccl
-    assert neuron_ccl.select_algorithm("allreduce", 4096, 2) == "oneshot"
-    assert neuron_ccl.select_algorithm("allreduce", 64 << 20, 2) == "twoshot"
+    sel = neuron_ccl.select_algorithm
+    for var in ("NEURON_CCL_ALGO", "NEURON_CCL_ONESHOT_MAX_BYTES", "NEURON_CCL_RDOUBLE_MAX_BYTES",
+                "NEURON_CCL_RING_MAX_BYTES"):
+        monkeypatch.delenv(var, raising=False)
+    # Shared memory: small -> oneshot (2 or non-power-of-two ranks) or recursive doubling (4, 8, ...);
+    # then the ring: always with 2 ranks, below NEURON_CCL_RING_MAX_BYTES (32 MiB) with more; larger -> twoshot.
+    assert sel("allreduce", 4096, 2) == "oneshot"
+    assert sel("allreduce", 4096, 3) == "oneshot"
+    assert sel("allreduce", 4096, 4) == "rdouble"
+    assert sel("allreduce", 64 << 10, 8) == "rdouble"
+    assert sel("allreduce", (64 << 10) + 1, 8) == "ring"
+    assert sel("allreduce", 16 << 20, 2) == "ring"
+    assert sel("allreduce", 256 << 20, 2) == "ring"
+    assert sel("allreduce", (32 << 20) - 1, 3) == "ring"
+    assert sel("allreduce", 32 << 20, 3) == "twoshot"
+    assert sel("allreduce", 1, 1) == "oneshot"
+    assert sel("allgather", 64 << 20, 4) == "direct"
+    # TCP: recursive doubling for small power-of-two, ring otherwise; rings for AG / RS.
+    assert sel("allreduce", 4096, 4, "tcp") == "rdouble"
+    assert sel("allreduce", 4096, 3, "tcp") == "ring"
+    assert sel("allreduce", 1 << 20, 4, "tcp") == "ring"
+    assert sel("allgather", 4096, 4, "tcp") == "ring"
+    assert sel("reducescatter", 4096, 4, "tcp") == "ring"
+    monkeypatch.setenv("NEURON_CCL_RING_MAX_BYTES", "0")
+    assert sel("allreduce", 1 << 20, 3) == "twoshot"
     monkeypatch.setenv("NEURON_CCL_ALGO", "allreduce=twoshot")
-    assert neuron_ccl.select_algorithm("allreduce", 4096, 2) == "twoshot"
+    assert sel("allreduce", 4096, 2) == "twoshot"
+    with pytest.raises(ValueError, match="NEURON_CCL_ALGO.*twoshot.*unknown for the tcp transport"):
+        sel("allreduce", 4096, 2, "tcp")
+    monkeypatch.setenv("NEURON_CCL_ALGO", "allreduce=ring,allgather=direct")
+    assert sel("allreduce", 4096, 2) == "ring" and sel("allgather", 4096, 2) == "direct"
     monkeypatch.setenv("NEURON_CCL_ALGO", "allreduce=bogus")
-    with pytest.raises(ValueError, match="oneshot, twoshot"):
-        neuron_ccl.select_algorithm("allreduce", 4096, 2)
+    with pytest.raises(ValueError, match="NEURON_CCL_ALGO.*oneshot, twoshot, ring, rdouble"):
+        sel("allreduce", 4096, 2)
+    monkeypatch.setenv("NEURON_CCL_ALGO", "allreduse=ring")
+    with pytest.raises(ValueError, match="NEURON_CCL_ALGO.*allreduse=ring"):
+        sel("allreduce", 4096, 2)
+
+
+def _transport(comm):
+    return comm.transport
+
+
+def test_invalid_transport_names_the_variable():
+    results = run_ranks(_transport, 1, env={"NEURON_CCL_TRANSPORT": "udp"})
+    assert results[0][0] == "error" and "NEURON_CCL_TRANSPORT='udp'" in results[0][1], results[0][1]
+
+
+def test_rdouble_on_three_ranks_is_refused_clearly():
+    results = run_ranks(_all_reduce_cases, 3, cases=[("float32", "sum", 8, 0)], env=algo_env("shm", "rdouble"))
+    for r in range(3):
+        assert results[r][0] == "error" and "power-of-two" in results[r][1] and "NEURON_CCL_ALGO" in results[r][1]
 
 
 def test_environment_registry_lists_every_variable():
     import neuron_ccl
     names = {v[0] for v in neuron_ccl.env_vars()}
-    assert {"NEURON_CCL_ALGO", "NEURON_CCL_TIMEOUT_MS", "NEURON_CCL_FLIGHT_RECORDER_SIZE"} <= names
+    assert {"NEURON_CCL_ALGO", "NEURON_CCL_TIMEOUT_MS", "NEURON_CCL_FLIGHT_RECORDER_SIZE", "NEURON_CCL_TRANSPORT",
+            "NEURON_CCL_RDOUBLE_MAX_BYTES", "NEURON_CCL_RING_MAX_BYTES", "NEURON_CCL_RING_SLICE_BYTES",
+            "NEURON_CCL_STAGING_BYTES", "NEURON_CCL_TCP_ADDR"} <= names

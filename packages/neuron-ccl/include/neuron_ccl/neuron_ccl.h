@@ -5,6 +5,8 @@
 // store standalone). Ranks on one host exchange data through shared memory: every rank maps the
 // memfd that backs each peer's device memory, so a collective reads peer buffers directly
 // (single copy) and the buffers are reused across operations instead of re-faulted.
+// Ranks on different hosts (or every rank, with NEURON_CCL_TRANSPORT=tcp) exchange data over
+// TCP connections between every pair of ranks instead.
 //
 // Execution model (as neuron_sim): an operation runs synchronously on the calling thread and,
 // in addition, occupies the caller's queue on the simulated timeline for the duration the
@@ -103,6 +105,9 @@ class Communicator {
   const std::string& name() const;
   std::chrono::milliseconds timeout() const;
   void set_timeout(std::chrono::milliseconds t);
+  // "shm" (every rank on this host, through shared memory) or "tcp" (sockets between ranks);
+  // chosen at creation from the hosts and NEURON_CCL_TRANSPORT.
+  const std::string& transport() const;
 
   // Ranks with the same color form a new communicator, ordered by (key, rank). color < 0: the
   // rank joins none and gets nullptr. Collective over this communicator.
@@ -155,9 +160,12 @@ class Communicator {
   std::mutex op_mu_;  // operations from several threads (autograd's device thread) run one at a time
 };
 
-// Names of the algorithms of an operation and which one a call of `bytes` on `ranks` uses
-// (NEURON_CCL_ALGO overrides: "allreduce=twoshot,allgather=direct").
+// Which algorithm a call of `op` ("allreduce", "allgather", "reducescatter", "reduce",
+// "broadcast", "alltoall", "gather", "scatter", "barrier") over `bytes` on `ranks` uses with
+// `transport` ("shm" or "tcp"; the first overload: "shm"). NEURON_CCL_ALGO overrides, e.g.
+// "allreduce=ring"; a name that the transport lacks throws Error(kInvalidArgument).
 std::string select_algorithm(const std::string& op, size_t bytes, int ranks);
+std::string select_algorithm(const std::string& op, size_t bytes, int ranks, const std::string& transport);
 
 }  // namespace neuron_ccl
 

@@ -22,7 +22,7 @@ from ._C import (
     select_algorithm,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "bool")
 REDUCE_OPS = ("sum", "product", "min", "max", "avg", "premul_sum", "band", "bor", "bxor")

@@ -3,6 +3,10 @@ in the same run as the baseline, and the shared-memory ceiling derived from a me
 in the same run.
 
     neuron-ccl-bench --op allreduce --ranks 2 --sizes 4K,64K,1M,16M,64M,256M
+    neuron-ccl-bench --op allreduce --algos auto,twoshot,ring --transport shm   # compare algorithms
+
+Every algorithm named is measured in the same run (NEURON_CCL_ALGO set in the ranks); "auto" is the
+library's own choice, named in the algo column.
 
 Metrics follow nccl-tests (doc/PERFORMANCE.md): algbw = S / t with S the total buffer
 (all-gather: output, reduce-scatter: input); busbw = algbw x 2(n-1)/n for all-reduce and
@@ -61,12 +65,16 @@ def _timed(fn, sync, iters: int, reps: int) -> float:
     return statistics.median(out)
 
 
-def _memcpy_rate(nbytes: int, reps: int) -> float:
+def _memcpy_rate(nbytes: int, reps: int, sync=None) -> float:
+    """Copy rate of one process; with `sync` (a barrier) every repetition starts on all ranks at
+    once, so that the concurrent figure M really measures the ranks sharing the memory."""
     src = np.ones(nbytes, dtype=np.uint8)
     dst = np.zeros(nbytes, dtype=np.uint8)  # both pre-faulted: first touch costs ~6x
     np.copyto(dst, src)
     best = []
     for _ in range(reps):
+        if sync:
+            sync()
         t0 = time.perf_counter()
         np.copyto(dst, src)
         best.append(time.perf_counter() - t0)
@@ -81,7 +89,7 @@ def _rank_main(rank, world, port, args, queue):
     store = neuron_ccl.TCPStore("127.0.0.1", port, rank == 0, 60)
     device = rank % neuron_sim.device_count()
     comm = neuron_ccl.Communicator(store, rank, world, device=device, timeout_s=120, name="bench")
-    results = {"rank": rank, "ccl": {}, "gloo": {}, "memcpy": {}}
+    results = {"rank": rank, "ccl": {}, "gloo": {}, "memcpy": {}, "algo": {}, "transport": comm.transport}
     sizes = args.sizes
     max_bytes = max(sizes)
     buf = neuron_sim.malloc(max_bytes, device)
@@ -110,7 +118,13 @@ def _rank_main(rank, world, port, args, queue):
             fn = lambda: comm.reduce_scatter(buf, out, count // world, "float32", "sum")  # noqa: E731
         else:
             fn = lambda: comm.broadcast(buf, count, "float32", 0)  # noqa: E731
-        results["ccl"][nbytes] = _timed(fn, comm.barrier, iterations(nbytes, True), args.reps)
+        for algo in args.algos:
+            # NEURON_CCL_ALGO is read at every call (it names this op only; barriers keep theirs).
+            os.environ["NEURON_CCL_ALGO"] = "" if algo == "auto" else f"{op}={algo}"
+            name = neuron_ccl.select_algorithm(op, nbytes, world, comm.transport)
+            results["ccl"][(nbytes, algo)] = _timed(fn, comm.barrier, iterations(nbytes, True), args.reps)
+            results["algo"][(nbytes, algo)] = name
+        os.environ["NEURON_CCL_ALGO"] = ""
         if args.baseline != "gloo":
             continue
         x = t[:count]
@@ -130,7 +144,7 @@ def _rank_main(rank, world, port, args, queue):
     if rank == 0:
         results["memcpy"]["single"] = _memcpy_rate(ceiling_bytes, 5)
     comm.barrier()
-    results["memcpy"]["concurrent"] = _memcpy_rate(ceiling_bytes, 5)
+    results["memcpy"]["concurrent"] = _memcpy_rate(ceiling_bytes, 5, comm.barrier)
     comm.barrier()
     neuron_sim.free(buf)
     neuron_sim.free(out)
@@ -168,22 +182,25 @@ def report(args, results) -> str:
         f"# neuron_ccl {args.op}, {n} ranks, float32; baseline gloo (CPU tensors) in the same run",
         f"# memcpy B = {single / 1e9:.2f} GB/s (one process), M = {aggregate / 1e9:.2f} GB/s (all ranks at once); "
         f"shared-memory busbw ceiling min(B, M/n) = {ceiling / 1e9:.2f} GB/s",
-        f"# {'size':>9} | {'ccl us':>10} {'algbw':>7} {'busbw':>7} | {'gloo us':>10} {'algbw':>7} {'busbw':>7} | "
-        f"{'x gloo':>7} {'% ceil':>7}",
+        f"# transport {results[0]['transport']}; load average {os.getloadavg()[0]:.2f} (1 min) at the end",
+        f"# {'size':>9} {'algo':>8} | {'ccl us':>10} {'algbw':>7} {'busbw':>7} | "
+        f"{'gloo us':>10} {'algbw':>7} {'busbw':>7} | {'x gloo':>7} {'% ceil':>7}",
     ]
     for nbytes in args.sizes:
-        t = max(r["ccl"][nbytes] for r in results)
-        alg = nbytes / t / 1e9
-        bus = alg * factor
-        row = f"  {fmt_size(nbytes):>9} | {t * 1e6:>10.1f} {alg:>7.3f} {bus:>7.3f} | "
-        if results[0]["gloo"]:
-            tg = max(r["gloo"][nbytes] for r in results)
-            galg = nbytes / tg / 1e9
-            row += f"{tg * 1e6:>10.1f} {galg:>7.3f} {galg * factor:>7.3f} | {tg / t:>7.2f} "
-        else:
-            row += f"{'-':>10} {'-':>7} {'-':>7} | {'-':>7} "
-        row += f"{100 * bus * 1e9 / ceiling:>6.0f}%"
-        lines.append(row)
+        for algo in args.algos:
+            t = max(r["ccl"][(nbytes, algo)] for r in results)
+            alg = nbytes / t / 1e9
+            bus = alg * factor
+            name = results[0]["algo"][(nbytes, algo)]
+            row = f"  {fmt_size(nbytes):>9} {name:>8} | {t * 1e6:>10.1f} {alg:>7.3f} {bus:>7.3f} | "
+            if results[0]["gloo"]:
+                tg = max(r["gloo"][nbytes] for r in results)
+                galg = nbytes / tg / 1e9
+                row += f"{tg * 1e6:>10.1f} {galg:>7.3f} {galg * factor:>7.3f} | {tg / t:>7.2f} "
+            else:
+                row += f"{'-':>10} {'-':>7} {'-':>7} | {'-':>7} "
+            row += f"{100 * bus * 1e9 / ceiling:>6.0f}%"
+            lines.append(row)
     return "\n".join(lines)
 
 
@@ -195,8 +212,15 @@ def main(argv=None) -> None:
     p.add_argument("--baseline", default="gloo", choices=["gloo", "none"])
     p.add_argument("--reps", type=int, default=3, help="timed repetitions per size (the median is reported)")
     p.add_argument("--timeout", type=float, default=900)
+    p.add_argument("--algos", default="auto",
+                   help="comma-separated algorithms to measure (auto = the library's choice; e.g. auto,twoshot,ring)")
+    p.add_argument("--transport", default=None, choices=["auto", "shm", "tcp"],
+                   help="sets NEURON_CCL_TRANSPORT for the ranks (default: the environment's)")
     args = p.parse_args(argv)
     args.sizes = [parse_size(s) for s in args.sizes.split(",")]
+    args.algos = [a.strip() for a in args.algos.split(",") if a.strip()]
+    if args.transport:
+        os.environ["NEURON_CCL_TRANSPORT"] = args.transport  # inherited by the spawned ranks
     print(report(args, run(args)), flush=True)
 
 

@@ -1,4 +1,6 @@
-// Communicator over shared memory for ranks on one host.
+// Communicator over shared memory for ranks on one host; with ranks on several hosts (or
+// NEURON_CCL_TRANSPORT=tcp) every operation goes through TcpCollectives instead and the
+// control segment below is not created.
 //
 // Control segment (POSIX shared memory, created by rank 0, unlinked once every rank mapped it):
 //   Header | Slot[size] | Mailbox[size*size]
@@ -32,6 +34,9 @@
 #include "neuron_ccl/neuron_ccl.h"
 #include "peer_memory.h"
 #include "reduce.h"
+#include "shm_algorithms.h"
+#include "tcp_collectives.h"
+#include "tcp_transport.h"
 
 namespace neuron_ccl {
 
@@ -57,29 +62,6 @@ ReduceOp reduce_op_from_name(const std::string& name) {
   for (int i = 0; i < static_cast<int>(ReduceOp::kCount_); ++i)
     if (up == kReduceNames[i]) return static_cast<ReduceOp>(i);
   throw Error(Error::kInvalidArgument, "neuron_ccl: unknown reduce op '" + name + "'");
-}
-
-std::string select_algorithm(const std::string& op, size_t bytes, int ranks) {
-  const std::string forced = env_string("NEURON_CCL_ALGO");
-  std::stringstream ss(forced);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    const auto eq = item.find('=');
-    if (eq != std::string::npos && item.substr(0, eq) == op) {
-      const std::string algo = item.substr(eq + 1);
-      if (op == "allreduce" && algo != "oneshot" && algo != "twoshot")
-        throw Error(Error::kInvalidArgument, "neuron_ccl: NEURON_CCL_ALGO: allreduce algorithm '" +
-                                                 algo + "' unknown (oneshot, twoshot)");
-      return algo;
-    }
-  }
-  if (op == "allreduce") {
-    // One-shot (every rank reduces everything) costs (n-1)*S reads per rank but only two
-    // syncs; two-shot moves 2(n-1)/n*S and needs three. Small messages are latency-bound.
-    const size_t oneshot_max = size_t(env_int("NEURON_CCL_ONESHOT_MAX_BYTES"));
-    return (bytes <= oneshot_max || ranks <= 1) ? "oneshot" : "twoshot";
-  }
-  return "direct";
 }
 
 // ------------------------------------------------------------------ shared control segment
@@ -108,6 +90,17 @@ struct OpDesc {
   int32_t redop;
 };
 
+std::string describe(const OpDesc& x) {
+  std::string s = std::string(op_name(x.op)) + " #" + std::to_string(x.seq) + " " +
+                  dtype_name(static_cast<DataType>(x.dtype));
+  if (x.count) s += " count=" + std::to_string(x.count);
+  if (x.op == kOpBroadcast || x.op == kOpReduce || x.op == kOpGather || x.op == kOpScatter)
+    s += " root=" + std::to_string(x.root);
+  if (x.op == kOpAllReduce || x.op == kOpReduce || x.op == kOpReduceScatter)
+    s += std::string(" op=") + reduce_op_name(static_cast<ReduceOp>(x.redop));
+  return s;
+}
+
 struct Header {
   uint64_t magic;
   int32_t size;
@@ -117,9 +110,12 @@ struct Header {
 
 struct Slot {
   alignas(64) std::atomic<uint64_t> step;
-  alignas(64) OpDesc desc;
+  alignas(64) std::atomic<uint64_t> progress;  // pieces finished (ring, recursive doubling)
+  // Indexed by the sequence number's parity: after the pairwise algorithms (recursive
+  // doubling) a rank may publish its next descriptor while a slower one still checks this one.
+  alignas(64) OpDesc desc[2];
   int32_t pid;
-  RemoteRef main[2];  // send, recv
+  RemoteRef main[3];  // send, recv, staging
   RemoteRef bufs[kMaxRanks];
   uint64_t counts[kMaxRanks];
 };
@@ -165,6 +161,7 @@ bool overlaps(const void* a, size_t an, const void* b, size_t bn) {
 }
 
 struct PeerInfo {
+  std::string transport;  // NEURON_CCL_TRANSPORT of that rank
   std::string host;
   int pid = 0;
   int local_rank = 0;
@@ -175,7 +172,7 @@ struct PeerInfo {
 
 std::string encode_info(const PeerInfo& p) {
   std::ostringstream o;
-  o << p.pid << ' ' << p.local_rank << ' ' << p.device << ' ' << p.chip << ' ' << p.fds.size();
+  o << p.transport << ' ' << p.pid << ' ' << p.local_rank << ' ' << p.device << ' ' << p.chip << ' ' << p.fds.size();
   for (auto& f : p.fds) o << ' ' << f.first << ' ' << f.second;
   o << ' ' << p.host;
   return o.str();
@@ -184,7 +181,7 @@ PeerInfo decode_info(const std::string& s) {
   std::istringstream i(s);
   PeerInfo p;
   size_t n = 0;
-  i >> p.pid >> p.local_rank >> p.device >> p.chip >> n;
+  i >> p.transport >> p.pid >> p.local_rank >> p.device >> p.chip >> n;
   p.fds.resize(n);
   for (auto& f : p.fds) i >> f.first >> f.second;
   i >> std::ws;
@@ -216,14 +213,20 @@ class CommunicatorImpl {
 
   ~CommunicatorImpl() {
     if (seg_) munmap(seg_, seg_bytes_);
+    if (stage_) munmap(stage_, stage_bytes_);
+    if (stage_fd_ >= 0) close(stage_fd_);
   }
 
   int rank() const { return rank_; }
   int size() const { return size_; }
   int device() const { return opt_.device; }
   const std::string& name() const { return opt_.name; }
+  const std::string& transport() const { return transport_; }
   std::chrono::milliseconds timeout() const { return opt_.timeout; }
-  void set_timeout(std::chrono::milliseconds t) { opt_.timeout = t; }
+  void set_timeout(std::chrono::milliseconds t) {
+    opt_.timeout = t;
+    if (tcp_) tcp_->set_timeout(t);
+  }
   std::shared_ptr<KVStore> store() const { return store_; }
   const CommOptions& options() const { return opt_; }
   std::string flight_record() const { return recorder_.dump(dump_header()); }
@@ -238,25 +241,55 @@ class CommunicatorImpl {
     }
     const std::string prefix = "neuron_ccl/" + opt_.name + "/";
     PeerInfo me;
+    me.transport = env_string("NEURON_CCL_TRANSPORT");
+    if (me.transport != "auto" && me.transport != "shm" && me.transport != "tcp") {
+      throw Error(Error::kInvalidArgument, "neuron_ccl: NEURON_CCL_TRANSPORT='" + me.transport +
+                                               "' is not one of auto, shm, tcp");
+    }
     me.host = host_identity();
     me.pid = int(getpid());
     me.device = opt_.device;
     for (const auto& r : local_.regions()) me.fds.emplace_back(r.fd, r.size);
+    if (me.transport != "tcp") {
+      // Staging memory for partial results of the ring / recursive doubling, published like a
+      // device memfd so that peers map it the same way (one more entry after the devices).
+      stage_bytes_ = size_t(std::max<int64_t>(4096, env_int("NEURON_CCL_STAGING_BYTES")));
+      stage_fd_ = memfd_create("neuron_ccl.staging", MFD_CLOEXEC);
+      if (stage_fd_ < 0 || ftruncate(stage_fd_, off_t(stage_bytes_)) != 0)
+        throw Error(Error::kSystem, std::string("neuron_ccl: creating staging memory: ") + std::strerror(errno) +
+                                        " (NEURON_CCL_STAGING_BYTES sets its size)");
+      void* p = mmap(nullptr, stage_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, stage_fd_, 0);
+      if (p == MAP_FAILED)
+        throw Error(Error::kSystem, std::string("neuron_ccl: mapping staging memory: ") + std::strerror(errno));
+      stage_ = static_cast<char*>(p);
+      me.fds.emplace_back(stage_fd_, stage_bytes_);
+    }
     store_->set(prefix + "info/" + std::to_string(rank_), encode_info(me));
     peers_.resize(size_);
     for (int r = 0; r < size_; ++r) peers_[r] = decode_info(store_->get(prefix + "info/" + std::to_string(r)));
     // Local rank = position among the ranks of this host unless the caller knows it (LOCAL_RANK).
     int local = 0;
+    int other_host = -1;
     for (int r = 0; r < size_; ++r) {
+      if (peers_[r].transport != me.transport) {
+        throw Error(Error::kInvalidArgument, "neuron_ccl: communicator '" + opt_.name + "': rank " +
+                                                 std::to_string(rank_) + " has NEURON_CCL_TRANSPORT=" + me.transport +
+                                                 " but rank " + std::to_string(r) + " has " + peers_[r].transport +
+                                                 "; every rank must use the same transport");
+      }
       if (peers_[r].host != me.host) {
-        throw Error(Error::kSystem,
-                    "neuron_ccl: communicator '" + opt_.name + "' spans hosts (rank " +
-                        std::to_string(rank_) + " on " + me.host + ", rank " + std::to_string(r) +
-                        " on " + peers_[r].host +
-                        "); this build has the shared-memory transport only: run all ranks on one host");
+        other_host = r;
+        continue;
       }
       if (r < rank_) ++local;
     }
+    if (other_host >= 0 && me.transport == "shm") {
+      throw Error(Error::kInvalidArgument,
+                  "neuron_ccl: communicator '" + opt_.name + "' spans hosts (rank " + std::to_string(rank_) + " on " +
+                      me.host + ", rank " + std::to_string(other_host) + " on " + peers_[other_host].host +
+                      ") but NEURON_CCL_TRANSPORT=shm needs every rank on one host; use auto or tcp");
+    }
+    const bool use_tcp = me.transport == "tcp" || other_host >= 0;
     const int local_rank = opt_.local_rank >= 0 ? opt_.local_rank : local;
     nsimDeviceProperties props{};
     nsimGetDeviceProperties(opt_.device, &props);
@@ -270,7 +303,18 @@ class CommunicatorImpl {
       peers_[r].chip = std::stoi(store_->get(prefix + "chip/" + std::to_string(r)));
       if (peers_[r].chip != my_chip) link = LinkClass::kSameHost;
     }
+    if (other_host >= 0) link = LinkClass::kCrossHost;
     model_.init(opt_.device, link);
+    if (use_tcp) {
+      transport_ = "tcp";
+      tcp_ = std::make_unique<TcpTransport>(*store_, prefix, rank_, size_, other_host < 0, opt_.timeout, [this] {
+        return current_op() + " of communicator '" + opt_.name + "'";
+      });
+      tcp_ops_ = std::make_unique<TcpCollectives>(*tcp_, rank_, size_, [](const FrameHeader& h) {
+        return describe(OpDesc{h.seq, h.op, h.dtype, h.count, h.root, h.redop});
+      }, size_t(std::max<int64_t>(4096, env_int("NEURON_CCL_RING_SLICE_BYTES"))));
+      return;
+    }
     for (int r = 0; r < size_; ++r) {
       if (r != rank_) peer_mem_.add_peer(r, peers_[r].pid, peers_[r].fds);
     }
@@ -347,6 +391,7 @@ class CommunicatorImpl {
   }
 
   void publish_abort(const std::string& msg) {
+    if (tcp_) return tcp_->abort_all(msg);
     int32_t expected = 0;
     if (header()->aborted.compare_exchange_strong(expected, -1)) {
       std::snprintf(header()->abort_message, sizeof header()->abort_message, "%s", msg.c_str());
@@ -368,6 +413,7 @@ class CommunicatorImpl {
   }
 
   void check_aborted() {
+    if (!seg_) return;  // TCP: abort frames arrive with the data
     const int32_t a = header()->aborted.load(std::memory_order_acquire);
     if (a > 0) {
       const std::string msg = "neuron_ccl: " + current_op() + " on rank " + std::to_string(rank_) +
@@ -445,27 +491,17 @@ class CommunicatorImpl {
   // Publishes the descriptor, waits for every rank, and checks that all called the same thing.
   void enter(const OpDesc& d) {
     Slot* s = slot(rank_);
-    s->desc = d;
+    s->desc[d.seq & 1] = d;
     // Descriptors first, so that every rank of a mismatch reports the mismatch itself.
     sync("entering the collective", false);
     for (int r = 0; r < size_; ++r) {
-      const OpDesc& o = slot(r)->desc;
+      const OpDesc& o = slot(r)->desc[d.seq & 1];
       if (o.seq == d.seq && o.op == d.op && o.dtype == d.dtype && o.count == d.count && o.root == d.root &&
           o.redop == d.redop)
         continue;
-      auto describe = [](const OpDesc& x) {
-        std::string s = std::string(op_name(x.op)) + " #" + std::to_string(x.seq) + " " +
-                        dtype_name(static_cast<DataType>(x.dtype));
-        if (x.count) s += " count=" + std::to_string(x.count);
-        if (x.op == kOpBroadcast || x.op == kOpReduce || x.op == kOpGather || x.op == kOpScatter)
-          s += " root=" + std::to_string(x.root);
-        if (x.op == kOpAllReduce || x.op == kOpReduce || x.op == kOpReduceScatter)
-          s += std::string(" op=") + reduce_op_name(static_cast<ReduceOp>(x.redop));
-        return s;
-      };
       const int lo = std::min(r, rank_), hi = std::max(r, rank_);
-      const OpDesc& dl = slot(lo)->desc;
-      const OpDesc& dh = slot(hi)->desc;
+      const OpDesc& dl = slot(lo)->desc[d.seq & 1];
+      const OpDesc& dh = slot(hi)->desc[d.seq & 1];
       fail(Error::kMismatch, "neuron_ccl: mismatched collectives on communicator '" + opt_.name + "': rank " +
                                  std::to_string(lo) + " called " + describe(dl) + " while rank " +
                                  std::to_string(hi) + " called " + describe(dh) +
@@ -510,6 +546,7 @@ class CommunicatorImpl {
     const nsimError err = nsimLaunch(queue, name_id(op), NSIM_LAUNCH_COLLECTIVE, ns, trampoline, &ctx);
     if (ctx.error) {
       recorder_.finish(rec, FlightRecorder::kFailed);
+      note_failure(ctx.error);
       std::rethrow_exception(ctx.error);
     }
     if (err != NSIM_SUCCESS) {
@@ -519,6 +556,66 @@ class CommunicatorImpl {
                                "): " + nsimGetLastErrorMessage());
     }
     recorder_.finish(rec, FlightRecorder::kCompleted);
+  }
+
+  // A failure inside an operation (other ranks may be waiting on this one) makes the
+  // communicator unusable and tells the peers, unless fail() already did.
+  void note_failure(std::exception_ptr e) {
+    if (!broken_.empty()) return;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      broken_ = x.what();
+    } catch (...) {
+      broken_ = "unknown error";
+    }
+    publish_abort(broken_);
+    dump_record();
+  }
+
+  // The header every TCP frame of the current operation carries.
+  FrameHeader wire() const {
+    FrameHeader h;
+    h.seq = cur_.seq;
+    h.op = cur_.op;
+    h.dtype = cur_.dtype;
+    h.count = cur_.count;
+    h.root = cur_.root;
+    h.redop = cur_.redop;
+    return h;
+  }
+
+  // The view of this communicator the shared-memory ring / recursive doubling work on.
+  class Peers : public ShmPeers {
+   public:
+    explicit Peers(CommunicatorImpl& c) : c_(c), base_(c.progress_) {}
+    int rank() const override { return c_.rank_; }
+    int size() const override { return c_.size_; }
+    char* buffer(int r, Which w, size_t bytes) override { return c_.peer(r, c_.slot(r)->main[w], bytes); }
+    void publish_progress(uint64_t done) override {
+      c_.progress_ = base_ + done;
+      c_.slot(c_.rank_)->progress.store(c_.progress_, std::memory_order_release);
+    }
+    void wait_progress(int r, uint64_t done, const char* what) override {
+      std::atomic<uint64_t>& p = c_.slot(r)->progress;
+      const uint64_t target = base_ + done;
+      c_.wait_until([&] { return p.load(std::memory_order_acquire) >= target; },
+                    [&] { return std::vector<int>{r}; }, what);
+    }
+
+   private:
+    CommunicatorImpl& c_;
+    uint64_t base_;
+  };
+
+  RemoteRef staging_ref(size_t bytes, const char* algo) {
+    if (bytes > stage_bytes_) {
+      throw Error(Error::kInvalidArgument,
+                  "neuron_ccl: all_reduce with algorithm " + std::string(algo) + " needs " + std::to_string(bytes) +
+                      " bytes of staging memory but NEURON_CCL_STAGING_BYTES is " + std::to_string(stage_bytes_) +
+                      "; raise it, or choose another algorithm with NEURON_CCL_ALGO=allreduce=twoshot");
+    }
+    return {int32_t(local_.regions().size()), 0};
   }
 
   uint32_t name_id(int32_t op) {
@@ -531,6 +628,7 @@ class CommunicatorImpl {
   }
 
   char* peer(int r, const RemoteRef& ref, size_t bytes) {
+    if (r == rank_ && size_t(ref.device) == local_.regions().size()) return stage_ + ref.offset;
     if (r == rank_) {
       // Our own buffers are reached through the local alias.
       return static_cast<char*>(reinterpret_cast<void*>(local_.regions()[ref.device].alias_base + ref.offset));
@@ -552,14 +650,46 @@ class CommunicatorImpl {
   void all_reduce(const void* send, void* recv, size_t count, DataType dt, Reduction red, nsimQueue q) {
     check_reduction(dt, red, "all_reduce");
     const size_t es = dtype_size(dt), bytes = count * es;
-    const std::string algo = select_algorithm("allreduce", bytes, size_);
+    const std::string algo = select_algorithm("allreduce", bytes, size_, transport_);
     const RemoteRef sref = locate(send, bytes, "all_reduce send");
     const RemoteRef rref = locate(recv, bytes, "all_reduce recv");
+    RemoteRef stage{};
+    const size_t ring_slice = size_t(std::max<int64_t>(64, env_int("NEURON_CCL_RING_SLICE_BYTES")));
+    if (algo == "ring" && !tcp_) stage = staging_ref(ring_staging_bytes(count, dt, size_, ring_slice), "ring");
+    if (algo == "rdouble" && !tcp_) {
+      if (!is_power_of_two(size_)) {
+        throw Error(Error::kInvalidArgument, "neuron_ccl: all_reduce: NEURON_CCL_ALGO forces rdouble (recursive "
+                                             "doubling), which needs a power-of-two rank count, not " +
+                                                 std::to_string(size_));
+      }
+      stage = staging_ref(recursive_doubling_staging_bytes(count, dt, size_), "rdouble");
+    }
+    if (algo == "rdouble" && tcp_ && !is_power_of_two(size_)) {
+      throw Error(Error::kInvalidArgument, "neuron_ccl: all_reduce: NEURON_CCL_ALGO forces rdouble (recursive "
+                                           "doubling), which needs a power-of-two rank count, not " +
+                                               std::to_string(size_));
+    }
     run(kOpAllReduce, dt, count, 0, red.op, "allreduce", bytes, algo, q, [&] {
+      if (tcp_) {
+        return tcp_ops_->all_reduce(wire(), static_cast<const char*>(LocalMemory::alias(send)),
+                                    static_cast<char*>(LocalMemory::alias(recv)), count, dt, red, algo);
+      }
       Slot* s = slot(rank_);
       s->main[0] = sref;
       s->main[1] = rref;
+      s->main[2] = stage;
       enter(cur_);
+      if (algo == "ring" || algo == "rdouble") {
+        if (count == 0) return sync("leaving");
+        const bool in_place = overlaps(LocalMemory::alias(send), bytes, LocalMemory::alias(recv), bytes);
+        Peers peers(*this);
+        if (algo == "ring") {
+          ring_all_reduce(peers, count, dt, red, in_place, ring_slice);
+        } else {
+          recursive_doubling_all_reduce(peers, count, dt, red, in_place);
+        }
+        return;
+      }
       if (count == 0) return sync("leaving");
       char* out = static_cast<char*>(LocalMemory::alias(recv));
       const char* in_self = static_cast<const char*>(LocalMemory::alias(send));
@@ -619,7 +749,9 @@ class CommunicatorImpl {
     check_root(root, "broadcast");
     const size_t bytes = count * dtype_size(dt);
     const RemoteRef ref = locate(buf, bytes, "broadcast");
-    run(kOpBroadcast, dt, count, root, ReduceOp::kSum, "broadcast", bytes, "direct", q, [&] {
+    const std::string algo = select_algorithm("broadcast", bytes, size_, transport_);
+    run(kOpBroadcast, dt, count, root, ReduceOp::kSum, "broadcast", bytes, algo, q, [&] {
+      if (tcp_) return tcp_ops_->broadcast(wire(), static_cast<char*>(LocalMemory::alias(buf)), bytes, root);
       slot(rank_)->main[0] = ref;
       enter(cur_);
       if (rank_ != root && bytes) copy_bytes(LocalMemory::alias(buf), peer(root, slot(root)->main[0], bytes), bytes);
@@ -633,7 +765,15 @@ class CommunicatorImpl {
     const size_t es = dtype_size(dt), bytes = count * es;
     const RemoteRef sref = locate(send, bytes, "reduce send");
     const RemoteRef rref = rank_ == root ? locate(recv, bytes, "reduce recv") : RemoteRef{};
-    run(kOpReduce, dt, count, root, red.op, "reduce", bytes, "direct", q, [&] {
+    const std::string algo = select_algorithm("reduce", bytes, size_, transport_);
+    run(kOpReduce, dt, count, root, red.op, "reduce", bytes, algo, q, [&] {
+      if (tcp_) {
+        // A ring all-reduce whose result non-roots drop: bandwidth-optimal, and the root's
+        // result has the same bits as an all-reduce.
+        char* out = rank_ == root ? static_cast<char*>(LocalMemory::alias(recv)) : scratch(bytes);
+        return tcp_ops_->all_reduce(wire(), static_cast<const char*>(LocalMemory::alias(send)), out, count, dt, red,
+                                    "ring");
+      }
       slot(rank_)->main[0] = sref;
       slot(rank_)->main[1] = rref;
       enter(cur_);
@@ -659,7 +799,18 @@ class CommunicatorImpl {
       locate(b.ptr, b.count * es, "all_gather recv");
       total += b.count * es;
     }
-    run(kOpAllGather, dt, uniform ? send_count : 0, 0, ReduceOp::kSum, "allgather", total, "direct", q, [&] {
+    const std::string algo = select_algorithm("allgather", total, size_, transport_);
+    run(kOpAllGather, dt, uniform ? send_count : 0, 0, ReduceOp::kSum, "allgather", total, algo, q, [&] {
+      if (tcp_) {
+        std::vector<char*> outs(size_);
+        std::vector<size_t> out_bytes(size_);
+        for (int r = 0; r < size_; ++r) {
+          outs[r] = static_cast<char*>(LocalMemory::alias(recv[r].ptr));
+          out_bytes[r] = recv[r].count * es;
+        }
+        return tcp_ops_->all_gather_v(wire(), static_cast<const char*>(LocalMemory::alias(send)), send_count * es,
+                                      outs, out_bytes);
+      }
       Slot* s = slot(rank_);
       s->main[0] = sref;
       s->counts[0] = send_count;
@@ -701,7 +852,14 @@ class CommunicatorImpl {
       total += recv_count * es;
     }
     locate(recv, recv_count * es, "reduce_scatter recv");
-    run(kOpReduceScatter, dt, recv_count, 0, red.op, "reducescatter", total, "direct", q, [&] {
+    const std::string algo = select_algorithm("reducescatter", total, size_, transport_);
+    run(kOpReduceScatter, dt, recv_count, 0, red.op, "reducescatter", total, algo, q, [&] {
+      if (tcp_) {
+        std::vector<const char*> ins(size_);
+        for (int r = 0; r < size_; ++r) ins[r] = static_cast<const char*>(LocalMemory::alias(send[r].ptr));
+        return tcp_ops_->reduce_scatter(wire(), ins, static_cast<char*>(LocalMemory::alias(recv)), recv_count, dt,
+                                        red);
+      }
       Slot* s = slot(rank_);
       for (int r = 0; r < size_; ++r) s->bufs[r] = refs[r];
       enter(cur_);
@@ -729,7 +887,20 @@ class CommunicatorImpl {
     for (int a = 0; a < size_; ++a)
       for (int b = 0; b < size_; ++b)
         if (overlaps(send[a].ptr, send[a].count * es, recv[b].ptr, recv[b].count * es)) stage = true;
-    run(kOpAllToAll, dt, 0, 0, ReduceOp::kSum, "alltoall", total, "direct", q, [&] {
+    const std::string algo = select_algorithm("alltoall", total, size_, transport_);
+    run(kOpAllToAll, dt, 0, 0, ReduceOp::kSum, "alltoall", total, algo, q, [&] {
+      if (tcp_) {
+        std::vector<const char*> ins(size_);
+        std::vector<char*> outs(size_);
+        std::vector<size_t> in_bytes(size_), out_bytes(size_);
+        for (int r = 0; r < size_; ++r) {
+          ins[r] = static_cast<const char*>(LocalMemory::alias(send[r].ptr));
+          outs[r] = static_cast<char*>(LocalMemory::alias(recv[r].ptr));
+          in_bytes[r] = send[r].count * es;
+          out_bytes[r] = recv[r].count * es;
+        }
+        return tcp_ops_->all_to_all_v(wire(), ins, in_bytes, outs, out_bytes, stage);
+      }
       Slot* s = slot(rank_);
       for (int r = 0; r < size_; ++r) {
         s->bufs[r] = refs[r];
@@ -780,7 +951,14 @@ class CommunicatorImpl {
         refs[r] = locate(recv[r].ptr, count * es, "gather recv");
       }
     }
-    run(kOpGather, dt, count, root, ReduceOp::kSum, "gather", count * es * size_, "direct", q, [&] {
+    const std::string algo = select_algorithm("gather", count * es * size_, size_, transport_);
+    run(kOpGather, dt, count, root, ReduceOp::kSum, "gather", count * es * size_, algo, q, [&] {
+      if (tcp_) {
+        std::vector<char*> outs(size_);
+        if (rank_ == root)
+          for (int r = 0; r < size_; ++r) outs[r] = static_cast<char*>(LocalMemory::alias(recv[r].ptr));
+        return tcp_ops_->gather(wire(), static_cast<const char*>(LocalMemory::alias(send)), count * es, outs, root);
+      }
       Slot* s = slot(rank_);
       s->main[0] = sref;
       for (int r = 0; r < size_; ++r) s->bufs[r] = refs[r];
@@ -811,7 +989,14 @@ class CommunicatorImpl {
         refs[r] = locate(send[r].ptr, count * es, "scatter send");
       }
     }
-    run(kOpScatter, dt, count, root, ReduceOp::kSum, "scatter", count * es * size_, "direct", q, [&] {
+    const std::string algo = select_algorithm("scatter", count * es * size_, size_, transport_);
+    run(kOpScatter, dt, count, root, ReduceOp::kSum, "scatter", count * es * size_, algo, q, [&] {
+      if (tcp_) {
+        std::vector<const char*> ins(size_);
+        if (rank_ == root)
+          for (int r = 0; r < size_; ++r) ins[r] = static_cast<const char*>(LocalMemory::alias(send[r].ptr));
+        return tcp_ops_->scatter(wire(), ins, static_cast<char*>(LocalMemory::alias(recv)), count * es, root);
+      }
       Slot* s = slot(rank_);
       s->main[1] = rref;
       for (int r = 0; r < size_; ++r) s->bufs[r] = refs[r];
@@ -826,7 +1011,9 @@ class CommunicatorImpl {
   }
 
   void barrier(nsimQueue q) {
-    run(kOpBarrier, DataType::kUInt8, 0, 0, ReduceOp::kSum, "barrier", 0, "direct", q, [&] {
+    const std::string algo = select_algorithm("barrier", 0, size_, transport_);
+    run(kOpBarrier, DataType::kUInt8, 0, 0, ReduceOp::kSum, "barrier", 0, algo, q, [&] {
+      if (tcp_) return tcp_ops_->barrier(wire());
       enter(cur_);
       sync("barrier");  // a second sync keeps descriptors stable until every rank has checked them
     });
@@ -837,10 +1024,15 @@ class CommunicatorImpl {
     check_peer(peer_rank, "send");
     const size_t bytes = count * dtype_size(dt);
     const RemoteRef ref = locate(buf, bytes, "send");
-    Mailbox* m = mailbox(rank_, peer_rank);
     cur_ = OpDesc{seq_, 0, static_cast<int32_t>(dt), count, peer_rank, 0};
     const double ns = model_.duration_ns("send", bytes, 2, "direct");
     nsimLaunch(q ? q : default_queue(), p2p_name(true), NSIM_LAUNCH_COLLECTIVE, ns, nullptr, nullptr);
+    if (tcp_) {
+      FrameHeader h = wire();
+      h.tag = tag;
+      return p2p_guard([&] { tcp_ops_->send(h, static_cast<const char*>(LocalMemory::alias(buf)), bytes, peer_rank); });
+    }
+    Mailbox* m = mailbox(rank_, peer_rank);
     const uint64_t n = m->posted.load(std::memory_order_relaxed);
     wait_until([&] { return n - m->taken.load(std::memory_order_acquire) < uint64_t(kMailboxDepth); },
                [&] { return std::vector<int>{peer_rank}; }, "send: receiver's queue is full");
@@ -852,8 +1044,16 @@ class CommunicatorImpl {
     check_peer(peer_rank, "recv");
     const size_t bytes = count * dtype_size(dt);
     locate(buf, bytes, "recv");
-    Mailbox* m = mailbox(peer_rank, rank_);
     cur_ = OpDesc{seq_, 0, static_cast<int32_t>(dt), count, peer_rank, 0};
+    if (tcp_) {
+      FrameHeader h = wire();
+      h.tag = tag;
+      p2p_guard([&] { tcp_ops_->recv(h, static_cast<char*>(LocalMemory::alias(buf)), bytes, peer_rank); });
+      const double ns = model_.duration_ns("recv", bytes, 2, "direct");
+      nsimLaunch(q ? q : default_queue(), p2p_name(false), NSIM_LAUNCH_COLLECTIVE, ns, nullptr, nullptr);
+      return;
+    }
+    Mailbox* m = mailbox(peer_rank, rank_);
     const uint64_t n = m->taken.load(std::memory_order_relaxed);
     wait_until([&] { return m->posted.load(std::memory_order_acquire) > n; },
                [&] { return std::vector<int>{peer_rank}; }, "recv: waiting for the matching send");
@@ -873,6 +1073,7 @@ class CommunicatorImpl {
 
   void wait_sends(int peer_rank) {
     check_peer(peer_rank, "wait_sends");
+    if (tcp_) return;  // a TCP send returns once the kernel holds the whole message
     Mailbox* m = mailbox(rank_, peer_rank);
     const uint64_t n = m->posted.load(std::memory_order_relaxed);
     wait_until([&] { return m->taken.load(std::memory_order_acquire) >= n; },
@@ -886,6 +1087,20 @@ class CommunicatorImpl {
   }
 
  private:
+  template <class F>
+  void p2p_guard(F f) {
+    if (!broken_.empty()) {
+      throw Error(Error::kAborted, "neuron_ccl: communicator '" + opt_.name + "' is unusable after an earlier error: " +
+                                       broken_);
+    }
+    try {
+      f();
+    } catch (...) {
+      note_failure(std::current_exception());
+      throw;
+    }
+  }
+
   nsimQueue default_queue() {
     nsimQueue q = nullptr;
     nsimQueueGetDefault(opt_.device, &q);
@@ -934,6 +1149,13 @@ class CommunicatorImpl {
   bool dumped_ = false;
   std::vector<uint32_t> name_ids_;
   std::vector<char> scratch_;
+  std::string transport_ = "shm";
+  std::unique_ptr<TcpTransport> tcp_;
+  std::unique_ptr<TcpCollectives> tcp_ops_;
+  int stage_fd_ = -1;
+  char* stage_ = nullptr;
+  size_t stage_bytes_ = 0;
+  uint64_t progress_ = 0;  // this rank's progress counter (mirrors its slot)
 };
 
 // ------------------------------------------------------------------ public wrapper
@@ -951,6 +1173,7 @@ int Communicator::size() const { return impl_->size(); }
 int Communicator::device() const { return impl_->device(); }
 const std::string& Communicator::name() const { return impl_->name(); }
 std::chrono::milliseconds Communicator::timeout() const { return impl_->timeout(); }
+const std::string& Communicator::transport() const { return impl_->transport(); }
 void Communicator::set_timeout(std::chrono::milliseconds t) { impl_->set_timeout(t); }
 std::string Communicator::flight_record() const { return impl_->flight_record(); }
 void Communicator::abort(const std::string& reason) { impl_->abort(reason); }

@@ -36,6 +36,10 @@ double InterconnectModel::duration_ns(const std::string& op, size_t bytes, int n
   if (op == "allreduce") {
     if (algo == "oneshot") return 2 * a + (n - 1) * S / beta;        // every rank reads all peers
     if (algo == "twoshot") return 2 * a + 2 * frac * S / beta;       // direct RS + AG in one pass
+    if (algo == "rdouble") {                                          // log2(n) exchanges of S
+      const double steps = std::ceil(std::log2(n));
+      return steps * a + steps * S / beta;
+    }
     return 2 * (n - 1) * a + 2 * frac * S / beta;                    // ring
   }
   if (op == "allgather" || op == "reducescatter" || op == "alltoall")

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 namespace neuron_ccl {
 namespace {
@@ -203,7 +204,140 @@ bool is_float(DataType dt) {
          dt == DataType::kBFloat16;
 }
 
+// reduce_pair for one storage type: A/B select whether each operand is already in the
+// accumulation type; the result is scaled and narrowed only when `finish`.
+template <typename T, typename C, bool AA, bool BA, typename F>
+void pair_loop(void* out, const void* a, const void* b, size_t n, F f, bool finish, bool scaled, double scale,
+               int int_div) {
+  using Acc = typename C::A;
+  auto ld_a = [a](size_t i) -> Acc {
+    if constexpr (AA) return static_cast<const Acc*>(a)[i];
+    else return C::load(static_cast<const T*>(a)[i]);
+  };
+  auto ld_b = [b](size_t i) -> Acc {
+    if constexpr (BA) return static_cast<const Acc*>(b)[i];
+    else return C::load(static_cast<const T*>(b)[i]);
+  };
+  if (!finish) {
+    Acc* o = static_cast<Acc*>(out);
+    for (size_t i = 0; i < n; ++i) o[i] = f(ld_a(i), ld_b(i));
+    return;
+  }
+  T* o = static_cast<T*>(out);
+  if (scaled) {
+    for (size_t i = 0; i < n; ++i) o[i] = C::store(static_cast<Acc>(f(ld_a(i), ld_b(i)) * scale));
+  } else if (int_div > 1) {
+    for (size_t i = 0; i < n; ++i) o[i] = C::store(static_cast<Acc>(f(ld_a(i), ld_b(i)) / Acc(int_div)));
+  } else {
+    for (size_t i = 0; i < n; ++i) o[i] = C::store(f(ld_a(i), ld_b(i)));
+  }
+}
+
+template <typename T, typename C, typename F>
+void pair_dispatch(void* out, const void* a, bool a_acc, const void* b, bool b_acc, size_t n, F f, bool finish,
+                   bool scaled, double scale, int int_div) {
+  // For dtypes that accumulate in themselves the flags change nothing: one instantiation.
+  if constexpr (std::is_same_v<typename C::A, T>) {
+    return pair_loop<T, C, false, false>(out, a, b, n, f, finish, scaled, scale, int_div);
+  } else {
+    if (a_acc && b_acc) return pair_loop<T, C, true, true>(out, a, b, n, f, finish, scaled, scale, int_div);
+    if (a_acc) return pair_loop<T, C, true, false>(out, a, b, n, f, finish, scaled, scale, int_div);
+    if (b_acc) return pair_loop<T, C, false, true>(out, a, b, n, f, finish, scaled, scale, int_div);
+    return pair_loop<T, C, false, false>(out, a, b, n, f, finish, scaled, scale, int_div);
+  }
+}
+
+template <typename T, typename C>
+void pair_float(void* out, const void* a, bool aa, const void* b, bool ba, size_t n, const Reduction& red, int world,
+                bool finish) {
+  using A = typename C::A;
+  const auto add = [](A x, A y) { return A(x + y); };
+  switch (red.op) {
+    case ReduceOp::kSum: return pair_dispatch<T, C>(out, a, aa, b, ba, n, add, finish, false, 1.0, 1);
+    case ReduceOp::kAvg: return pair_dispatch<T, C>(out, a, aa, b, ba, n, add, finish, true, 1.0 / world, 1);
+    case ReduceOp::kPremulSum:
+      return pair_dispatch<T, C>(out, a, aa, b, ba, n, add, finish, true, red.premul_factor, 1);
+    case ReduceOp::kProduct:
+      return pair_dispatch<T, C>(out, a, aa, b, ba, n, [](A x, A y) { return A(x * y); }, finish, false, 1.0, 1);
+    case ReduceOp::kMin:
+      return pair_dispatch<T, C>(out, a, aa, b, ba, n, [](A x, A y) { return nan_min(x, y); }, finish, false, 1.0, 1);
+    case ReduceOp::kMax:
+      return pair_dispatch<T, C>(out, a, aa, b, ba, n, [](A x, A y) { return nan_max(x, y); }, finish, false, 1.0, 1);
+    default: break;
+  }
+}
+
+template <typename T>
+void pair_int(void* out, const void* a, const void* b, size_t n, const Reduction& red, int world, bool finish) {
+  using C = Plain<T>;
+  using U = std::make_unsigned_t<T>;
+  const auto add = [](T x, T y) { return T(U(x) + U(y)); };
+  switch (red.op) {
+    case ReduceOp::kSum: return pair_dispatch<T, C>(out, a, false, b, false, n, add, finish, false, 1.0, 1);
+    case ReduceOp::kAvg: return pair_dispatch<T, C>(out, a, false, b, false, n, add, finish, false, 1.0, world);
+    case ReduceOp::kProduct:
+      return pair_dispatch<T, C>(out, a, false, b, false, n, [](T x, T y) { return T(U(x) * U(y)); }, finish, false,
+                                 1.0, 1);
+    case ReduceOp::kMin:
+      return pair_dispatch<T, C>(out, a, false, b, false, n, [](T x, T y) { return x < y ? x : y; }, finish, false,
+                                 1.0, 1);
+    case ReduceOp::kMax:
+      return pair_dispatch<T, C>(out, a, false, b, false, n, [](T x, T y) { return x > y ? x : y; }, finish, false,
+                                 1.0, 1);
+    case ReduceOp::kBand:
+      return pair_dispatch<T, C>(out, a, false, b, false, n, [](T x, T y) { return T(x & y); }, finish, false, 1.0, 1);
+    case ReduceOp::kBor:
+      return pair_dispatch<T, C>(out, a, false, b, false, n, [](T x, T y) { return T(x | y); }, finish, false, 1.0, 1);
+    case ReduceOp::kBxor:
+      return pair_dispatch<T, C>(out, a, false, b, false, n, [](T x, T y) { return T(x ^ y); }, finish, false, 1.0, 1);
+    default: break;
+  }
+}
+
+void pair_bool(void* out, const void* a, const void* b, size_t n, const Reduction& red) {
+  using C = Plain<uint8_t>;
+  switch (red.op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kMax:
+    case ReduceOp::kBor:
+      return pair_dispatch<uint8_t, C>(out, a, false, b, false, n, [](uint8_t x, uint8_t y) { return uint8_t(x | y); },
+                                       true, false, 1.0, 1);
+    case ReduceOp::kProduct:
+    case ReduceOp::kMin:
+    case ReduceOp::kBand:
+      return pair_dispatch<uint8_t, C>(out, a, false, b, false, n, [](uint8_t x, uint8_t y) { return uint8_t(x & y); },
+                                       true, false, 1.0, 1);
+    case ReduceOp::kBxor:
+      return pair_dispatch<uint8_t, C>(out, a, false, b, false, n, [](uint8_t x, uint8_t y) { return uint8_t(x ^ y); },
+                                       true, false, 1.0, 1);
+    default: break;
+  }
+}
+
 }  // namespace
+
+size_t accum_size(DataType dt) {
+  return (dt == DataType::kBFloat16 || dt == DataType::kFloat16) ? 4 : dtype_size(dt);
+}
+
+void reduce_pair(void* out, const void* a, bool a_acc, const void* b, bool b_acc, size_t count, DataType dt,
+                 const Reduction& red, int world, bool finish) {
+  switch (dt) {
+    case DataType::kFloat32: return pair_float<float, Plain<float>>(out, a, a_acc, b, b_acc, count, red, world, finish);
+    case DataType::kFloat64:
+      return pair_float<double, Plain<double>>(out, a, a_acc, b, b_acc, count, red, world, finish);
+    case DataType::kBFloat16: return pair_float<uint16_t, BF16>(out, a, a_acc, b, b_acc, count, red, world, finish);
+    case DataType::kFloat16: return pair_float<uint16_t, FP16>(out, a, a_acc, b, b_acc, count, red, world, finish);
+    case DataType::kInt8: return pair_int<int8_t>(out, a, b, count, red, world, finish);
+    case DataType::kUInt8: return pair_int<uint8_t>(out, a, b, count, red, world, finish);
+    case DataType::kInt16: return pair_int<int16_t>(out, a, b, count, red, world, finish);
+    case DataType::kInt32: return pair_int<int32_t>(out, a, b, count, red, world, finish);
+    case DataType::kInt64: return pair_int<int64_t>(out, a, b, count, red, world, finish);
+    case DataType::kBool: return pair_bool(out, a, b, count, red);
+    default: break;
+  }
+  throw Error(Error::kInvalidArgument, "neuron_ccl: unknown dtype in reduction");
+}
 
 void check_reduction(DataType dt, const Reduction& red, const char* op) {
   const bool bitwise = red.op == ReduceOp::kBand || red.op == ReduceOp::kBor || red.op == ReduceOp::kBxor;

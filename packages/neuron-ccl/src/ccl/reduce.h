@@ -18,6 +18,18 @@ void check_reduction(DataType dt, const Reduction& red, const char* op);
 void reduce_buffers(void* out, const void* const* in, int n, size_t count, DataType dt,
                     const Reduction& red, int world);
 
+// Element size of the accumulation type: float32 for bfloat16 and float16 (so partial results
+// that travel between ranks keep float32 precision), the dtype itself otherwise.
+size_t accum_size(DataType dt);
+
+// One combining step of the chained algorithms (ring, recursive doubling): out = a (op) b,
+// element-wise, evaluated in that order. Each operand is either in the dtype (`*_acc` false) or
+// in the accumulation type (true). With `finish` the result gets AVG's 1/world or PREMUL_SUM's
+// factor and is stored in the dtype; without, it stays in the accumulation type, unscaled.
+// `out` may alias `a` or `b` element for element.
+void reduce_pair(void* out, const void* a, bool a_acc, const void* b, bool b_acc, size_t count,
+                 DataType dt, const Reduction& red, int world, bool finish);
+
 // memcpy that streams large copies past the cache (the destination is not read back soon).
 void copy_bytes(void* dst, const void* src, size_t bytes);
 // Always streams (non-temporal stores where aligned); callers batch these and call

@@ -114,6 +114,7 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("size", &C::size)
       .def_property_readonly("device", &C::device)
       .def_property_readonly("name", &C::name)
+      .def_property_readonly("transport", &C::transport)
       .def("set_timeout", [](C& c, double s) { c.set_timeout(std::chrono::milliseconds(int64_t(s * 1000))); })
       .def("split", &C::split, py::arg("color"), py::arg("key"), py::call_guard<py::gil_scoped_release>())
       .def("all_reduce",
@@ -191,7 +192,11 @@ PYBIND11_MODULE(_C, m) {
       .def("abort", &C::abort)
       .def("flight_record", &C::flight_record);
 
-  m.def("select_algorithm", &select_algorithm, py::arg("op"), py::arg("bytes"), py::arg("ranks"));
+  m.def("select_algorithm",
+        py::overload_cast<const std::string&, size_t, int, const std::string&>(&select_algorithm), py::arg("op"),
+        py::arg("bytes"), py::arg("ranks"), py::arg("transport") = "shm",
+        "The algorithm neuron_ccl uses for `op` over `bytes` on `ranks` with `transport` (shm or tcp), "
+        "after NEURON_CCL_ALGO.");
   m.def("env_vars", [] {
     py::list out;
     for (size_t i = 0; i < env_var_count(); ++i) {
