@@ -53,15 +53,7 @@ class DirectCall {
     TORCH_CHECK(!cpu_tensor_,
                 "Expected all tensors to be on the same device, but found at least two devices, neuron:",
                 static_cast<int>(device_), " and cpu! (when running ", info_.name, " on neuron)");
-    if (!info_.native_entry.empty()) {
-      std::vector<std::vector<int64_t>> shapes;
-      for (const at::Tensor* t : tensors) {
-        if (t->defined() && t->device().type() == kNeuron) {
-          shapes.emplace_back(t->sizes().begin(), t->sizes().end());
-        }
-      }
-      decide_native(info_, dtype_, shapes, args, cost_);
-    }
+    if (!info_.native_entry.empty()) decide_native(info_, dtype_, args, cost_);
     if (!cost_.native) on_fallback(info_, dtype_);
     scope_.emplace(device_);
   }
@@ -125,32 +117,32 @@ at::Tensor boxed_host_call(const char* name, const char* overload, Args&&... arg
 at::Tensor add_tensor(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
   NEURON_DEVICE_NUMERICS("aten::add", "Tensor", a, b, alpha);
   NEURON_OP_INFO("aten::add.Tensor");
-  const c10::IValue args[] = {a, b, alpha};
-  DirectCall c(info, {&a, &b}, args);
+  const BorrowedArgs args(a, b, alpha);
+  DirectCall c(info, {&a, &b}, args.values());
   return c.out(at::cpu::add(c.in(a), c.in(b), alpha));
 }
 
 at::Tensor sub_tensor(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
   NEURON_DEVICE_NUMERICS("aten::sub", "Tensor", a, b, alpha);
   NEURON_OP_INFO("aten::sub.Tensor");
-  const c10::IValue args[] = {a, b, alpha};
-  DirectCall c(info, {&a, &b}, args);
+  const BorrowedArgs args(a, b, alpha);
+  DirectCall c(info, {&a, &b}, args.values());
   return c.out(at::cpu::sub(c.in(a), c.in(b), alpha));
 }
 
 at::Tensor mul_tensor(const at::Tensor& a, const at::Tensor& b) {
   NEURON_DEVICE_NUMERICS("aten::mul", "Tensor", a, b);
   NEURON_OP_INFO("aten::mul.Tensor");
-  const c10::IValue args[] = {a, b};
-  DirectCall c(info, {&a, &b}, args);
+  const BorrowedArgs args(a, b);
+  DirectCall c(info, {&a, &b}, args.values());
   return c.out(at::cpu::mul(c.in(a), c.in(b)));
 }
 
 at::Tensor div_tensor(const at::Tensor& a, const at::Tensor& b) {
   NEURON_DEVICE_NUMERICS("aten::div", "Tensor", a, b);
   NEURON_OP_INFO("aten::div.Tensor");
-  const c10::IValue args[] = {a, b};
-  DirectCall c(info, {&a, &b}, args);
+  const BorrowedArgs args(a, b);
+  DirectCall c(info, {&a, &b}, args.values());
   return c.out(at::cpu::div(c.in(a), c.in(b)));
 }
 
@@ -160,8 +152,8 @@ at::Tensor& add_inplace(at::Tensor& self, const at::Tensor& other, const at::Sca
     return self;
   }
   NEURON_OP_INFO("aten::add_.Tensor");
-  const c10::IValue args[] = {self, other, alpha};
-  DirectCall c(info, {&self, &other}, args);
+  const BorrowedArgs args(self, other, alpha);
+  DirectCall c(info, {&self, &other}, args.values());
   at::Tensor h = c.in(self);
   at::cpu::add_(h, c.in(other), alpha);
   c.inplace(self);
@@ -174,8 +166,8 @@ at::Tensor& mul_inplace(at::Tensor& self, const at::Tensor& other) {
     return self;
   }
   NEURON_OP_INFO("aten::mul_.Tensor");
-  const c10::IValue args[] = {self, other};
-  DirectCall c(info, {&self, &other}, args);
+  const BorrowedArgs args(self, other);
+  DirectCall c(info, {&self, &other}, args.values());
   at::Tensor h = c.in(self);
   at::cpu::mul_(h, c.in(other));
   c.inplace(self);
@@ -186,16 +178,16 @@ at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool kee
                    std::optional<at::ScalarType> dtype) {
   NEURON_DEVICE_NUMERICS("aten::sum", "dim_IntList", self, dim, keepdim, dtype);
   NEURON_OP_INFO("aten::sum.dim_IntList");
-  const c10::IValue args[] = {self, dim, keepdim, dtype};
-  DirectCall c(info, {&self}, args);
+  const BorrowedArgs args(self, dim, keepdim, dtype);
+  DirectCall c(info, {&self}, args.values());
   return c.out(at::cpu::sum(c.in(self), dim, keepdim, dtype));
 }
 
 at::Tensor mm(const at::Tensor& a, const at::Tensor& b) {
   NEURON_DEVICE_NUMERICS("aten::mm", "", a, b);
   NEURON_OP_INFO("aten::mm");
-  const c10::IValue args[] = {a, b};
-  DirectCall c(info, {&a, &b}, args);
+  const BorrowedArgs args(a, b);
+  DirectCall c(info, {&a, &b}, args.values());
   if (a.dim() > 0) c.set_matmul_k(a.size(-1));
   return c.out(at::cpu::mm(c.in(a), c.in(b)));
 }
@@ -203,8 +195,8 @@ at::Tensor mm(const at::Tensor& a, const at::Tensor& b) {
 at::Tensor bmm(const at::Tensor& a, const at::Tensor& b) {
   NEURON_DEVICE_NUMERICS("aten::bmm", "", a, b);
   NEURON_OP_INFO("aten::bmm");
-  const c10::IValue args[] = {a, b};
-  DirectCall c(info, {&a, &b}, args);
+  const BorrowedArgs args(a, b);
+  DirectCall c(info, {&a, &b}, args.values());
   if (a.dim() > 0) c.set_matmul_k(a.size(-1));
   return c.out(at::cpu::bmm(c.in(a), c.in(b)));
 }
@@ -213,8 +205,8 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& m1, const at::Tensor&
                  const at::Scalar& beta, const at::Scalar& alpha) {
   NEURON_DEVICE_NUMERICS("aten::addmm", "", self, m1, m2, beta, alpha);
   NEURON_OP_INFO("aten::addmm");
-  const c10::IValue args[] = {self, m1, m2, beta, alpha};
-  DirectCall c(info, {&self, &m1, &m2}, args);
+  const BorrowedArgs args(self, m1, m2, beta, alpha);
+  DirectCall c(info, {&self, &m1, &m2}, args.values());
   if (m1.dim() > 0) c.set_matmul_k(m1.size(-1));
   return c.out(at::cpu::addmm(c.in(self), c.in(m1), c.in(m2), beta, alpha));
 }

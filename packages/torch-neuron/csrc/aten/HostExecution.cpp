@@ -104,7 +104,7 @@ HostScope::~HostScope() { t_exec_device = prev_exec_device_; }
 c10::Storage HostScope::host_storage_for(const c10::Storage& ds) {
   auto* impl = ds.unsafeGetStorageImpl();
   for (auto& p : storages_) {
-    if (p.device.unsafeGetStorageImpl() == impl) return p.host;
+    if (p.device == impl) return p.host;
   }
   void* dptr = const_cast<void*>(impl->data_ptr().get());
   void* h = dptr ? nsimDeviceToHostUnchecked(dptr) : nullptr;
@@ -112,7 +112,7 @@ c10::Storage HostScope::host_storage_for(const c10::Storage& ds) {
   c10::Storage hs(c10::make_intrusive<c10::StorageImpl>(
       c10::StorageImpl::use_byte_size_t(), impl->nbytes(),
       c10::DataPtr(h, c10::Device(c10::DeviceType::CPU)), &g_redirect, impl->resizable()));
-  storages_.push_back(StoragePair{ds, hs, h, impl->nbytes()});
+  storages_.push_back(StoragePair{impl, c10::Storage(), hs, h, impl->nbytes()});
   return hs;
 }
 
@@ -147,8 +147,8 @@ void HostScope::sync_storage(StoragePair& p) {
   if (hs->data_ptr().get() == p.host_ptr && hs->nbytes() == p.nbytes) return;
   void* alias = nullptr;
   c10::DataPtr dev = take_into_device(hs, device_, &alias);
-  p.device.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(dev));
-  p.device.unsafeGetStorageImpl()->set_nbytes(hs->nbytes());
+  p.device->set_data_ptr_noswap(std::move(dev));
+  p.device->set_nbytes(hs->nbytes());
   p.host_ptr = alias;
   p.nbytes = hs->nbytes();
 }
@@ -156,7 +156,7 @@ void HostScope::sync_storage(StoragePair& p) {
 at::Tensor HostScope::alias(const at::Tensor& t) {
   if (!is_neuron(t)) return t;
   for (auto& tp : tensors_) {
-    if (tp.device.unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) return tp.host;
+    if (tp.device == t.unsafeGetTensorImpl()) return tp.host;
   }
   c10::Storage hs = host_storage_for(t.storage());
   auto h = at::detail::make_tensor<c10::TensorImpl>(
@@ -164,11 +164,11 @@ at::Tensor HostScope::alias(const at::Tensor& t) {
   h.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
   if (t.is_conj()) h._set_conj(true);
   if (t.is_neg()) h._set_neg(true);
-  tensors_.push_back(TensorPair{t, h});
+  tensors_.push_back(TensorPair{t.unsafeGetTensorImpl(), h});
   return h;
 }
 
-c10::Storage HostScope::device_storage_of(const c10::Storage& host) {
+c10::StorageImpl* HostScope::device_storage_of(const c10::Storage& host) {
   auto* hs = host.unsafeGetStorageImpl();
   for (auto& p : storages_) {
     if (p.host.unsafeGetStorageImpl() == hs) {
@@ -183,19 +183,21 @@ c10::Storage HostScope::device_storage_of(const c10::Storage& host) {
   c10::Storage ds(c10::make_intrusive<c10::StorageImpl>(
       c10::StorageImpl::use_byte_size_t(), hs->nbytes(), std::move(dev), device_allocator(),
       /*resizable=*/true));
-  storages_.push_back(StoragePair{ds, host, alias, hs->nbytes()});
-  return ds;
+  c10::StorageImpl* impl = ds.unsafeGetStorageImpl();
+  storages_.push_back(StoragePair{impl, std::move(ds), host, alias, hs->nbytes()});
+  return impl;
 }
 
 at::Tensor HostScope::result(const at::Tensor& host) {
   if (!host.defined() || host.device().type() != c10::DeviceType::CPU) return host;
   for (auto& tp : tensors_) {
     if (tp.host.unsafeGetTensorImpl() == host.unsafeGetTensorImpl()) {
-      sync_mutated(tp.device);
-      return tp.device;
+      for (auto& p : storages_) sync_storage(p);
+      sync_pair(tp);
+      return at::Tensor(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim_copy(tp.device));
     }
   }
-  c10::Storage ds = device_storage_of(host.storage());
+  c10::Storage ds(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(device_storage_of(host.storage())));
   // The full constructor adds the autograd and autocast keys (outside inference mode).
   auto t = at::detail::make_tensor<c10::TensorImpl>(
       std::move(ds), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), host.dtype());
@@ -216,17 +218,17 @@ void HostScope::sync_all() {
 void HostScope::sync_mutated(const at::Tensor& device_tensor) {
   for (auto& p : storages_) sync_storage(p);
   for (auto& tp : tensors_) {
-    if (tp.device.unsafeGetTensorImpl() == device_tensor.unsafeGetTensorImpl()) sync_pair(tp);
+    if (tp.device == device_tensor.unsafeGetTensorImpl()) sync_pair(tp);
   }
 }
 
 void HostScope::sync_pair(TensorPair& tp) {
   {
     auto* hi = tp.host.unsafeGetTensorImpl();
-    auto* di = tp.device.unsafeGetTensorImpl();
-    c10::Storage ds = device_storage_of(hi->storage());
-    if (ds.unsafeGetStorageImpl() != di->storage().unsafeGetStorageImpl()) {
-      di->set_storage_keep_dtype(ds);
+    auto* di = tp.device;
+    c10::StorageImpl* ds = device_storage_of(hi->storage());
+    if (ds != di->storage().unsafeGetStorageImpl()) {
+      di->set_storage_keep_dtype(c10::Storage(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(ds)));
     }
     if (hi->sizes() != di->sizes() || hi->strides() != di->strides() ||
         hi->storage_offset() != di->storage_offset()) {
@@ -247,13 +249,11 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   c10::ScalarType dtype = c10::ScalarType::Undefined;
   const at::Tensor* cpu_tensor = nullptr;
   const at::Tensor* cpu_out = nullptr;
-  std::vector<std::vector<int64_t>> shapes;
   const bool maybe_native = !info.native_entry.empty();
   bool is_out_arg = false;  // out= tensors are results, not operands of the kernel
   auto visit = [&](const at::Tensor& t) {
     if (!t.defined()) return;
     if (t.device().type() == kNeuron) {
-      if (maybe_native && !is_out_arg) shapes.emplace_back(t.sizes().begin(), t.sizes().end());
       if (device < 0) {
         device = t.device().index();
       } else if (t.device().index() != device) {
@@ -298,11 +298,13 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   check_device_index(device);
   CostInputs cost;
   if (maybe_native) {
-    decide_native(info, dtype, shapes, c10::ArrayRef<c10::IValue>(stack->data() + first, nargs), cost);
+    decide_native(info, dtype, c10::ArrayRef<c10::IValue>(stack->data() + first, nargs), cost);
   }
   if (!info.is_view && !cost.native) on_fallback(info, dtype);
 
-  // Pass 2: replace arguments by their host forms.
+  // Pass 2: replace arguments by their host forms. The replaced device arguments stay
+  // owned here (moved, so without reference-count traffic): the scope borrows them.
+  c10::SmallVector<c10::IValue, 8> originals;
   HostScope scope(device);
   cost.low_precision = dtype == c10::ScalarType::BFloat16 || dtype == c10::ScalarType::Half ||
                        dtype == c10::ScalarType::Float8_e4m3fn || dtype == c10::ScalarType::Float8_e5m2;
@@ -310,8 +312,9 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   for (size_t i = 0; i < nargs; ++i) {
     c10::IValue& v = (*stack)[first + i];
     if (v.isTensor()) {
-      const at::Tensor& t = v.toTensor();
-      if (!is_neuron(t)) continue;
+      if (!is_neuron(v.toTensor())) continue;
+      originals.push_back(std::move(v));
+      const at::Tensor& t = originals.back().toTensor();
       cost.bytes_in += nbytes_of(t);
       if (info.cls == OpClass::Matmul && static_cast<int>(i) == info.matrix_arg && t.dim() > 0) {
         matrix_k = static_cast<double>(t.size(-1));
@@ -321,6 +324,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       }
       v = scope.alias(t);
     } else if (v.isTensorList()) {
+      originals.push_back(v);
       auto list = v.toTensorList();
       c10::List<at::Tensor> out;
       out.reserve(list.size());
@@ -333,6 +337,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       bool any = false;
       for (const c10::IValue& e : v.toListRef()) any = any || (e.isTensor() && is_neuron(e.toTensor()));
       if (!any) continue;
+      originals.push_back(v);
       c10::List<std::optional<at::Tensor>> out;
       for (const c10::IValue& e : v.toListRef()) {
         if (e.isTensor()) {

@@ -39,18 +39,22 @@ class HostScope {
   c10::DeviceIndex device() const { return device_; }
 
  private:
+  // Device-side objects are borrowed: the op's arguments outlive the scope, and
+  // holding a tensor a Python object also owns would take the GIL on every
+  // reference-count transition between one and two.
   struct StoragePair {
-    c10::Storage device;
+    c10::StorageImpl* device;
+    c10::Storage created;  // owns `device` when the scope made it (a fresh result)
     c10::Storage host;
     void* host_ptr;
     size_t nbytes;
   };
   struct TensorPair {
-    at::Tensor device;
+    c10::TensorImpl* device;
     at::Tensor host;
   };
   c10::Storage host_storage_for(const c10::Storage& device_storage);
-  c10::Storage device_storage_of(const c10::Storage& host_storage);
+  c10::StorageImpl* device_storage_of(const c10::Storage& host_storage);
   void sync_storage(StoragePair& p);
   void sync_pair(TensorPair& tp);
 

@@ -31,6 +31,15 @@ bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 
 std::atomic<NativeEstimator> g_estimator{nullptr};
 std::mutex g_native_mutex;
 std::unordered_map<std::string, double> g_native_cache;  // signature -> ns (<0: not covered)
+// Each thread keeps the decisions it used, so a hit takes no lock; a new estimator bumps
+// the generation, which empties every thread's copy at its next decision.
+std::atomic<uint64_t> g_native_generation{1};
+struct LocalDecisions {
+  uint64_t generation = 0;
+  std::unordered_map<std::string, double> ns;
+  std::string key;  // reused buffer: building a key allocates nothing once warm
+};
+thread_local LocalDecisions t_decisions;
 
 void append_raw(std::string& key, char tag, const void* p, size_t n) {
   key += tag;
@@ -93,24 +102,55 @@ void append_value(std::string& key, const c10::IValue& v) {
   }
 }
 
-std::string signature(const OpInfo& info, c10::ScalarType dtype,
-                      const std::vector<std::vector<int64_t>>& shapes,
-                      c10::ArrayRef<c10::IValue> args) {
-  std::string key;
-  key.reserve(info.name.size() + 16 * (shapes.size() + args.size()));
-  key += info.name;
-  key += '|';
-  key += std::to_string(static_cast<int>(dtype));
-  for (const auto& s : shapes) {
-    key += '|';
-    for (int64_t d : s) {
-      key += std::to_string(d);
-      key += ',';
+// Operands on the device contribute their dtype and shape; out= tensors (results) and
+// host tensors their dtype. Returns false for an empty operand (no kernel covers it).
+bool append_operand(std::string& key, const at::Tensor& t, bool is_out) {
+  if (!t.defined() || t.device().type() != c10::DeviceType::PrivateUse1 || is_out) {
+    append_tensor(key, t);
+    return true;
+  }
+  if (t.numel() == 0) return false;
+  key += 'D';
+  key += static_cast<char>(t.scalar_type());
+  const auto sizes = t.sizes();
+  key += static_cast<char>(sizes.size());
+  key.append(reinterpret_cast<const char*>(sizes.data()), sizes.size() * sizeof(int64_t));
+  return true;
+}
+
+// The decision cache key of a call: op, dtype, operand shapes and dtypes, attribute values.
+bool build_signature(std::string& key, const OpInfo& info, c10::ScalarType dtype,
+                     c10::ArrayRef<c10::IValue> args) {
+  key.clear();
+  const OpInfo* id = &info;
+  append_raw(key, 'O', &id, sizeof id);
+  key += static_cast<char>(dtype);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& v = args[i];
+    const bool is_out = i < 64 && ((info.out_args >> i) & 1);
+    if (v.isTensor()) {
+      if (!append_operand(key, v.toTensor(), is_out)) return false;
+    } else if (v.isTensorList()) {
+      key += '[';
+      for (const at::Tensor& t : v.toTensorList()) {
+        if (!append_operand(key, t, is_out)) return false;
+      }
+      key += ']';
+    } else if (v.isList()) {
+      key += '[';
+      for (const c10::IValue& e : v.toListRef()) {
+        if (e.isTensor()) {
+          if (!append_operand(key, e.toTensor(), is_out)) return false;
+        } else {
+          append_value(key, e);
+        }
+      }
+      key += ']';
+    } else {
+      append_value(key, v);
     }
   }
-  key += '#';
-  for (const c10::IValue& v : args) append_value(key, v);
-  return key;
+  return true;
 }
 
 void classify(OpInfo& info, const c10::FunctionSchema* schema) {
@@ -145,8 +185,11 @@ void classify(OpInfo& info, const c10::FunctionSchema* schema) {
       const auto* ai = r.alias_info();
       if (!ai || ai->isWrite()) all_alias = false;
     }
-    for (const auto& a : schema->arguments()) {
-      if (a.alias_info() && a.alias_info()->isWrite()) all_alias = false;
+    const auto& args = schema->arguments();
+    for (size_t i = 0; i < args.size(); ++i) {
+      const bool writes = args[i].alias_info() && args[i].alias_info()->isWrite();
+      if (writes) all_alias = false;
+      if (writes && args[i].kwarg_only() && i < 64) info.out_args |= uint64_t{1} << i;
     }
     if (all_alias) {
       info.is_view = true;
@@ -200,6 +243,7 @@ void set_native_estimator(NativeEstimator fn) {
   // A new estimator may decide differently (e.g. a different device profile).
   std::lock_guard<std::mutex> lock(g_native_mutex);
   g_native_cache.clear();
+  g_native_generation.fetch_add(1);
 }
 
 void register_native(const std::string& executed_op, const std::string& entry,
@@ -210,36 +254,42 @@ void register_native(const std::string& executed_op, const std::string& entry,
   info.native_dtype[static_cast<size_t>(dtype)] = true;
 }
 
-void decide_native(OpInfo& info, c10::ScalarType dtype,
-                   const std::vector<std::vector<int64_t>>& shapes,
-                   c10::ArrayRef<c10::IValue> args, CostInputs& cost) {
+void decide_native(OpInfo& info, c10::ScalarType dtype, c10::ArrayRef<c10::IValue> args,
+                   CostInputs& cost) {
   cost.native = false;
   const size_t t = static_cast<size_t>(dtype);
   NativeEstimator est = g_estimator.load(std::memory_order_relaxed);
   if (!est || t >= info.native_dtype.size() || !info.native_dtype[t]) return;
-  for (const auto& sh : shapes) {
-    // Tile kernels cover non-empty tensors (0-dim operands are judged by the estimator:
-    // _fused_adamw_'s step counters are 0-dim, yet not kernel operands).
-    for (int64_t d : sh) {
-      if (d == 0) return;
-    }
+  LocalDecisions& local = t_decisions;
+  // Tile kernels cover non-empty tensors (0-dim operands are judged by the estimator:
+  // _fused_adamw_'s step counters are 0-dim, yet not kernel operands).
+  if (!build_signature(local.key, info, dtype, args)) return;
+  const uint64_t generation = g_native_generation.load(std::memory_order_relaxed);
+  if (local.generation != generation) {
+    local.ns.clear();
+    local.generation = generation;
   }
-  const std::string key = signature(info, dtype, shapes, args);
   double ns;
-  {
-    std::lock_guard<std::mutex> lock(g_native_mutex);
-    auto it = g_native_cache.find(key);
-    if (it != g_native_cache.end()) {
-      ns = it->second;
-      cost.native = ns >= 0;
-      cost.native_ns = ns;
-      return;
+  auto hit = local.ns.find(local.key);
+  if (C10_LIKELY(hit != local.ns.end())) {
+    ns = hit->second;
+  } else {
+    std::string key = local.key;  // the estimator may run ops, which reuse the buffer
+    bool found = false;
+    {
+      std::lock_guard<std::mutex> lock(g_native_mutex);
+      auto it = g_native_cache.find(key);
+      if (it != g_native_cache.end()) {
+        ns = it->second;
+        found = true;
+      }
     }
-  }
-  ns = est(info, dtype, args);
-  {
-    std::lock_guard<std::mutex> lock(g_native_mutex);
-    g_native_cache.emplace(key, ns);
+    if (!found) {
+      ns = est(info, dtype, args);
+      std::lock_guard<std::mutex> lock(g_native_mutex);
+      g_native_cache.emplace(key, ns);
+    }
+    t_decisions.ns.emplace(std::move(key), ns);
   }
   cost.native = ns >= 0;
   cost.native_ns = ns;

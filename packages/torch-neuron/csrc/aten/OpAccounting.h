@@ -6,7 +6,10 @@
 #pragma once
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
 #include <c10/core/ScalarType.h>
+#include <c10/util/SmallVector.h>
 
 #include <array>
 #include <atomic>
@@ -24,6 +27,7 @@ struct OpInfo {
   bool is_view = false;             // every return aliases an input without writing
   bool accepts_cpu_tensors = false; // CUDA accepts CPU tensors for this op (e.g. indices)
   int matrix_arg = 0;               // Matmul: index of the [.., M, K] operand
+  uint64_t out_args = 0;            // bit i: argument i is an out= tensor (a result)
   std::atomic<bool> warned{false};
   // Kernel-library entry serving this op ("" if none) and the dtypes it covers.
   std::string native_entry;
@@ -70,9 +74,43 @@ void register_native(const std::string& executed_op, const std::string& entry,
 // Decides whether this execution runs on a native kernel; fills cost.native / native_ns.
 // Decisions are cached per signature (op, dtype, operand shapes, argument dtypes and
 // attribute values), so the estimator runs once per distinct call.
-void decide_native(OpInfo& info, c10::ScalarType dtype,
-                   const std::vector<std::vector<int64_t>>& shapes,
-                   c10::ArrayRef<c10::IValue> args, CostInputs& cost);
+// `args` may borrow the caller's tensors (see BorrowedArgs).
+void decide_native(OpInfo& info, c10::ScalarType dtype, c10::ArrayRef<c10::IValue> args,
+                   CostInputs& cost);
+
+// A call's arguments as IValues that borrow the caller's tensors instead of sharing
+// them: copying a tensor whose only other owner is its Python object would take the
+// GIL twice (reference count 1 -> 2 -> 1). Valid while the borrowed tensors live.
+class BorrowedArgs {
+ public:
+  template <typename... T>
+  explicit BorrowedArgs(const T&... args) {
+    (push(args), ...);
+  }
+  ~BorrowedArgs() {
+    for (size_t i = 0; i < values_.size(); ++i) {
+      if (borrowed_[i]) std::move(values_[i]).toTensor().unsafeReleaseTensorImpl();
+    }
+  }
+  BorrowedArgs(const BorrowedArgs&) = delete;
+  BorrowedArgs& operator=(const BorrowedArgs&) = delete;
+  c10::ArrayRef<c10::IValue> values() const { return values_; }
+
+ private:
+  void push(const at::Tensor& t) {
+    values_.emplace_back(at::Tensor(
+        c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::unsafe_reclaim_from_nonowning(
+            t.unsafeGetTensorImpl())));
+    borrowed_.push_back(true);
+  }
+  template <typename T>
+  void push(const T& v) {
+    values_.emplace_back(v);
+    borrowed_.push_back(false);
+  }
+  c10::SmallVector<c10::IValue, 6> values_;
+  c10::SmallVector<bool, 6> borrowed_;
+};
 
 // ---- device numerics (TORCH_NEURON_DEVICE_NUMERICS) ----
 // When set, a native call's values come from its tile kernel: after the CPU kernel has
