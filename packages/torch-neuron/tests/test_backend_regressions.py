@@ -31,3 +31,45 @@ def test_process_exits_cleanly_right_after_backward():
     for _ in range(5):
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr[-2000:]
+
+
+def _allocated() -> int:
+    return torch.neuron.memory_stats()["allocated_bytes.all.current"]
+
+
+@pytest.mark.parametrize("case", [
+    "add", "add_on_temporary", "mul_by_0d_temporary", "addmm", "sum_dim", "index", "boxed_cat",
+    "boxed_out", "training_step",
+])
+def test_repeated_ops_release_their_memory(case):
+    # Every operand a kernel borrows must be released exactly once: a kept reference
+    # leaks the tensor's device memory (and its Python object) on every call.
+    a = torch.randn(32, 32, device="neuron")
+    b = torch.randn(32, 32, device="neuron")
+    idx = torch.tensor([0, 3, 5], device="neuron")
+    x = torch.randn(8, 32, device="neuron", requires_grad=True)
+    w = torch.randn(32, 32, device="neuron", requires_grad=True)
+    out = torch.empty(64, 32, device="neuron")
+
+    def training_step():
+        torch.nn.functional.gelu(x @ w).sum().backward()
+        x.grad = None
+        w.grad = None
+
+    run = {
+        "add": lambda: a + b,
+        "add_on_temporary": lambda: a.clone().add_(b),
+        "mul_by_0d_temporary": lambda: a * torch.tensor(2.0, device="neuron"),
+        "addmm": lambda: torch.addmm(a[0], a, b),
+        "sum_dim": lambda: a.sum(0),
+        "index": lambda: a[idx],
+        "boxed_cat": lambda: torch.cat([a.clone(), b.clone()]),
+        "boxed_out": lambda: torch.cat([a, b], out=out),
+        "training_step": training_step,
+    }[case]
+    run()
+    run()
+    before = _allocated()
+    for _ in range(20):
+        run()
+    assert _allocated() == before

@@ -163,6 +163,9 @@ NSIM_API nsimError nsimDeviceToHost(const void* device_ptr, size_t size, void** 
 NSIM_API void* nsimDeviceToHostUnchecked(const void* device_ptr);
 /* The inverse: device address of a host alias (NULL if not an alias address). */
 NSIM_API void* nsimHostToDeviceUnchecked(const void* host_alias);
+/* Device whose address range holds device_ptr, or -1; O(1), no lock, does not check
+ * that the address is allocated (allocator free paths that own the pointer). */
+NSIM_API int nsimDeviceOfUnchecked(const void* device_ptr);
 
 /* ------------------------------------------------------ pinned host memory */
 NSIM_API nsimError nsimMallocHost(size_t size, void** ptr);

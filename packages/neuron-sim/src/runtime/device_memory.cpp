@@ -217,6 +217,11 @@ NSIM_API void* nsimDeviceToHostUnchecked(const void* device_ptr) {
   return alias_of(v, device_ptr);
 }
 
+NSIM_API int nsimDeviceOfUnchecked(const void* device_ptr) {
+  uint64_t offset = 0;
+  return device_of(address_view(), reinterpret_cast<uintptr_t>(device_ptr), &offset);
+}
+
 NSIM_API void* nsimHostToDeviceUnchecked(const void* host_alias) {
   const AddressView v = address_view();
   const uintptr_t p = reinterpret_cast<uintptr_t>(host_alias);

@@ -94,6 +94,10 @@ TEST(host_alias_reaches_the_bytes_and_translates_back) {
   int local = 0;
   CHECK(nsimDeviceToHostUnchecked(&local) == nullptr);
   CHECK(nsimHostToDeviceUnchecked(&local) == nullptr);
+  CHECK(nsimDeviceOfUnchecked(p) == 2);
+  CHECK(nsimDeviceOfUnchecked(static_cast<char*>(p) + 4095) == 2);
+  CHECK(nsimDeviceOfUnchecked(&local) == -1);
+  CHECK(nsimDeviceOfUnchecked(alias) == -1);
   auto* bytes = static_cast<unsigned char*>(alias);
   for (int i = 0; i < 4096; ++i) bytes[i] = static_cast<unsigned char>(i * 7);
   std::vector<unsigned char> out(4096);

@@ -98,9 +98,10 @@ class BorrowedArgs {
 
  private:
   void push(const at::Tensor& t) {
+    // reclaim() adopts the pointer without touching the count; the destructor releases
+    // it the same way, so the caller's reference is the only one ever counted.
     values_.emplace_back(at::Tensor(
-        c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::unsafe_reclaim_from_nonowning(
-            t.unsafeGetTensorImpl())));
+        c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim(t.unsafeGetTensorImpl())));
     borrowed_.push_back(true);
   }
   template <typename T>

@@ -60,7 +60,7 @@ std::string bytes_str(size_t n) {
 
 class DeviceCache {
  public:
-  explicit DeviceCache(c10::DeviceIndex device) : device_(device) {}
+  explicit DeviceCache(c10::DeviceIndex device) : device_(device) { live_.reserve(4096); }
 
   Block* malloc(size_t requested, c10::StreamId stream) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -303,10 +303,9 @@ DeviceCache& cache(c10::DeviceIndex d) {
 
 void free_device_ptr(void* ptr) {
   if (!ptr) return;
-  nsimPointerAttributes attr{};
-  nsimPointerGetAttributes(ptr, &attr);
-  if (attr.type == NSIM_MEMORY_DEVICE && attr.device >= 0 &&
-      attr.device < static_cast<int>(caches().size()) && caches()[attr.device]->free(ptr)) {
+  // The address range says which device's cache owns the block (no runtime lock).
+  const int device = nsimDeviceOfUnchecked(ptr);
+  if (device >= 0 && device < static_cast<int>(caches().size()) && caches()[device]->free(ptr)) {
     return;
   }
   TORCH_WARN("neuron: freeing a pointer the caching allocator does not own: ", ptr);
