@@ -96,6 +96,21 @@ def _adamw_step(p, g, m, v):
     return p.detach(), opt.state[p]["exp_avg"], opt.state[p]["exp_avg_sq"]
 
 
+def _attention(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def _attention_grads(q, k, v, g):
+    q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+    F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g)
+    return q.grad, k.grad, v.grad
+
+
+def _qkv(s, d):
+    # (batch, heads, sequence, head dim): the sequence takes the case's first size.
+    return [_rand((1, 2, s[0], 16), d, seed) for seed in (1, 2, 3)]
+
+
 CASES = {
     "aten::mm": (lambda a, b: a @ b, lambda s, d: [_rand(s, d, 1), _rand((s[1], 40), d, 2)]),
     "aten::bmm": (torch.bmm, lambda s, d: [_rand((3, *s), d, 1), _rand((3, s[1], 20), d, 2)]),
@@ -132,6 +147,10 @@ CASES = {
     "aten::_log_softmax": _unary(lambda a: a.log_softmax(-1)),
     "aten::native_layer_norm": (_layer_norm, _ln_inputs),
     "aten::native_layer_norm_backward": (_layer_norm_grads, lambda s, d: _ln_inputs(s, d) + [_rand(s, d, 4)]),
+    # SDPA's fused path on neuron (the PrivateUse1 entry point) runs the flash kernels.
+    "aten::_scaled_dot_product_flash_attention": (_attention, _qkv),
+    "aten::_scaled_dot_product_flash_attention_backward": (
+        _attention_grads, lambda s, d: _qkv(s, d) + [_rand((1, 2, s[0], 16), d, 4)]),
     "aten::_fused_adamw_": (_adamw_step, lambda s, d: [_rand(s, d, 1), _rand(s, d, 2), _rand(s, d, 3) * 0.1,
                                                        _rand(s, d, 4, positive=True) * 0.01]),
 }
@@ -150,12 +169,6 @@ NOT_REACHED = {
         "CompositeImplicitAutograd: runs as aten::_log_softmax + aten::nll_loss_forward"),
     "aten::_fused_rms_norm": (lambda: F.rms_norm(torch.randn(4, 8, device=DEV), (8,), eps=1e-6),
                               "torch composes rms_norm from mean/rsqrt/mul for this backend"),
-    "aten::_scaled_dot_product_flash_attention": (
-        lambda: F.scaled_dot_product_attention(*[torch.randn(1, 2, 16, 8, device=DEV)] * 3),
-        "the backend gets the math path (bmm/_softmax); the op has no host kernel"),
-    "aten::_scaled_dot_product_flash_attention_backward": (
-        lambda: F.scaled_dot_product_attention(*[torch.randn(1, 2, 16, 8, device=DEV, requires_grad=True)] * 3)
-        .sum().backward(), "the forward never selects flash attention on this backend"),
 }
 
 
@@ -172,11 +185,6 @@ def test_not_reached_ops_really_do_not_reach_the_backend(op, numerics):
     assert op not in torch_neuron.get_executed_ops()
 
 
-def _sdpa_reference(q, k, v):
-    out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, is_causal=True)[:2]
-    return out, lse
-
-
 # Bindings of the ops above that PyTorch does not hand to the backend, run on host tensors
 # through the executor (what host execution would call): (args, results to fill, reference).
 def _unreached_calls(dtype):
@@ -184,11 +192,7 @@ def _unreached_calls(dtype):
     x, w, b = _rand((130, 70), dtype, 1), _rand((33, 70), dtype, 2), _rand((33,), dtype, 3)
     idx = torch.randint(0, 33, (4, 9), generator=torch.Generator().manual_seed(0))
     tgt = torch.randint(0, 70, (130,), generator=torch.Generator().manual_seed(1))
-    q, k, v, do = (_rand((1, 2, 130, 16), dtype, s) for s in (4, 5, 6, 7))
-    xf, wf, bf, qf, kf, vf, dof = (t.float() for t in (x, w, b, q, k, v, do))
-    out, lse = _sdpa_reference(qf, kf, vf)
-    qg, kg, vg = (t.clone().requires_grad_() for t in (qf, kf, vf))
-    F.scaled_dot_product_attention(qg, kg, vg, is_causal=True).backward(dof)
+    xf, wf, bf = (t.float() for t in (x, w, b))
     rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)
     f32 = torch.float32
     return {
@@ -197,11 +201,6 @@ def _unreached_calls(dtype):
         "aten::embedding": ([w, idx, -1, False, False], [(F.embedding(idx, wf), dtype)]),
         "aten::cross_entropy_loss": ([x, tgt, None, 1, -100, 0.0], [(F.cross_entropy(xf, tgt), dtype)]),
         "aten::_fused_rms_norm": ([x, [70], b.new_ones(70) * 0.5, 1e-6], [(xf * rstd * 0.5, dtype), (rstd, f32)]),
-        "aten::_scaled_dot_product_flash_attention": (
-            [q, k, v, 0.0, True, False, None], [(out, dtype), (lse, f32), None, None, 0, 0, None, None, None]),
-        "aten::_scaled_dot_product_flash_attention_backward": (
-            [do, q, k, v, out.to(dtype), lse, None, None, 130, 130, 0.0, True, None, None, None],
-            [(qg.grad, dtype), (kg.grad, dtype), (vg.grad, dtype)]),
     }
 
 
@@ -431,7 +430,8 @@ def test_gpt_training_steps_match_cpu(dtype, numerics):
     assert losses["neuron"] == pytest.approx(losses["cpu"], rel=tol), losses
     assert losses["neuron"][-1] < losses["neuron"][0]
     ran = {op for op, _ in torch_neuron.device_numerics_stats()}
-    want = {"aten::addmm", "aten::bmm", "aten::_softmax", "aten::native_layer_norm",
+    want = {"aten::addmm", "aten::_scaled_dot_product_flash_attention",
+            "aten::_scaled_dot_product_flash_attention_backward", "aten::native_layer_norm",
             "aten::native_layer_norm_backward", "aten::gelu", "aten::gelu_backward", "aten::mm"}
     if dtype == torch.float32:
         want.add("aten::_fused_adamw_")

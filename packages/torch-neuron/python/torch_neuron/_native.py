@@ -362,8 +362,15 @@ def _bind_cross_entropy(c):
     return [c.launch((x, _Checked(t, check)), {"reduction": reduction})]
 
 
+def _no_attn_bias(c):
+    bias = c.a.get("attn_bias")
+    if bias is not None and (not isinstance(bias, torch.Tensor) or bias.numel() > 0):
+        raise NotCovered("attn_mask is set; the kernel covers causal or unmasked attention")
+
+
 def _bind_sdpa(c):
     c.require("dropout_p", 0.0)
+    _no_attn_bias(c)
     if "return_debug_mask" in c.a:
         c.require("return_debug_mask", False)
     q, k, v = c.tensor("query"), c.tensor("key"), c.tensor("value")
@@ -373,6 +380,7 @@ def _bind_sdpa(c):
 
 def _bind_sdpa_backward(c):
     c.require("dropout_p", 0.0)
+    _no_attn_bias(c)
     ts = [c.tensor(n) for n in ("grad_out", "query", "key", "value", "out")]
     lse = c.tensor("logsumexp", dtype=torch.float32)
     attrs = {"is_causal": bool(c["is_causal"]), "scale": c["scale"]}
@@ -625,6 +633,15 @@ def clear_device_numerics_stats() -> None:
     _executions.clear()
 
 
+# Ops the backend executes in place of a table op (same arguments by name): SDPA's fused
+# path on neuron is the PrivateUse1 entry point, which the flash-attention kernel serves.
+_ALSO_EXECUTED_AS = {
+    "aten::_scaled_dot_product_flash_attention": ["aten::_scaled_dot_product_fused_attention_overrideable"],
+    "aten::_scaled_dot_product_flash_attention_backward": [
+        "aten::_scaled_dot_product_fused_attention_overrideable_backward"],
+}
+
+
 def install(profile: str) -> int:
     """Registers the op table; returns the number of (op, dtype) pairs made native."""
     global _profile, _installed
@@ -635,7 +652,7 @@ def install(profile: str) -> int:
         return 0
     n = 0
     for aten, dtypes in neuron_kernels.native_ops():
-        names = _executed_names(aten)
+        names = _executed_names(aten) + _ALSO_EXECUTED_AS.get(aten, [])
         for d in dtypes:
             if d not in _DTYPES:
                 continue
