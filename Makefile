@@ -51,8 +51,9 @@ test-cpp: install
 	  if grep -q "BUILD_TESTS" packages/$$p/CMakeLists.txt 2>/dev/null; then \
 	    opt=$$(grep -o '[A-Z_]*_BUILD_TESTS' packages/$$p/CMakeLists.txt | head -1); \
 	    echo "== ctest $$p"; \
-	    cmake -S packages/$$p -B packages/$$p/build/ctest -G Ninja -DCMAKE_BUILD_TYPE=Release \
-	      -D$$opt=ON -DNSIM_BUILD_PYTHON=OFF -DCMAKE_PREFIX_PATH="$$($(PY) -c 'import pybind11;print(pybind11.get_cmake_dir())')" >/dev/null && \
+	    cmake -S packages/$$p -B packages/$$p/build/ctest -G Ninja -DCMAKE_BUILD_TYPE=Release --no-warn-unused-cli \
+	      -D$$opt=ON -D$${opt%_BUILD_TESTS}_BUILD_PYTHON=OFF -DPython_EXECUTABLE=$(abspath $(PY)) \
+	      -DCMAKE_PREFIX_PATH="$$($(PY) -c 'import pybind11;print(pybind11.get_cmake_dir())')" >/dev/null && \
 	    cmake --build packages/$$p/build/ctest -j $(JOBS) >/dev/null && \
 	    (cd packages/$$p/build/ctest && ctest --output-on-failure -j $(JOBS)) || exit 1; \
 	  fi; \

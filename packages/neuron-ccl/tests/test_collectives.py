@@ -74,6 +74,7 @@ ALGO_MATRIX = [
     (3, "shm", "oneshot"), (3, "shm", "twoshot"), (3, "shm", "ring"),
     (4, "shm", "twoshot"), (4, "shm", "ring"), (4, "shm", "rdouble"),
     (2, "tcp", "ring"), (2, "tcp", "rdouble"), (3, "tcp", "ring"), (4, "tcp", "ring"), (4, "tcp", "rdouble"),
+    (2, "tcp", "tree"), (3, "tcp", "tree"), (5, "tcp", "tree"),  # 5: a child with a child of its own
 ]
 
 
@@ -102,6 +103,53 @@ def test_all_reduce_every_dtype_and_op(world, transport, algo):
         # Every rank holds identical bits: the same block is reduced once, in rank order.
         for r in range(1, world):
             assert values[r][i].tobytes() == values[0][i].tobytes(), f"{dtype} {op}: ranks differ"
+
+
+def _direct_placements(comm, n):
+    """Large and small all-reduces with the recv buffer placed so that every store path of the
+    direct algorithm (twoshot) runs: outputs out of place and equally aligned (2 ranks: the
+    fused float32 kernel, streamed), out of place at different alignments (generic path), in
+    place on rank 0 only (plain stores there, streamed elsewhere); float32 and bfloat16. Above
+    4 MiB the ranks claim 1 MiB chunks from a shared counter; n is chosen to end on a partial
+    chunk, and the many operations in a row check that the counter stays in step."""
+    import neuron_sim
+    r = comm.rank
+    res = {}
+    layouts = {"equal": (4, 4), "skewed": (4, 8 + 4 * r), "mixed": (0, 0 if r == 0 else 64)}
+    for dtype in ("float32", "bfloat16"):
+        es = np.dtype(NP[dtype]).itemsize
+        for count in (n, 1001):
+            x = data(r, count, dtype, 7)
+            for name, (soff, roff) in layouts.items():
+                src = neuron_sim.DeviceBuffer(count * es + 128, device=comm.device)
+                src.copy_from(np.concatenate([np.zeros(soff, np.uint8), x.view(np.uint8)]))
+                in_place = name == "mixed" and r == 0
+                dst = src if in_place else neuron_sim.DeviceBuffer(count * es + 128, device=comm.device)
+                dst_off = soff if in_place else roff
+                comm.all_reduce(int(src) + soff, int(dst) + dst_off, count, dtype, "sum")
+                got = dst.to_numpy(np.uint8)[dst_off:dst_off + count * es].view(NP[dtype]).copy()
+                res[(dtype, count, name)] = got
+                if not in_place:
+                    # The send buffer of an out-of-place call is left as it was.
+                    assert np.array_equal(src.to_numpy(np.uint8)[soff:soff + count * es], x.view(np.uint8))
+                    dst.free()
+                src.free()
+    return res
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_direct_all_reduce_placements(world):
+    # float32: 8.8 MiB (9 chunks, the last partial); bfloat16: 4.4 MiB. Not multiples of 16.
+    n = 2_200_003
+    env = {"NEURON_CCL_ALGO": "allreduce=twoshot"}  # the default for 2 ranks, forced for 3
+    values = ok_values(run_ranks(_direct_placements, world, n=n, env=env, deadline_s=180))
+    for (dtype, count, name), got in values[0].items():
+        ref = reference([data(r, count, dtype, 7) for r in range(world)], "sum")
+        tol = 2e-2 if dtype == "bfloat16" else 1e-5
+        np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=tol, atol=tol,
+                                   err_msg=f"{dtype} {count} {name}")
+        for r in range(1, world):
+            assert got.tobytes() == values[r][(dtype, count, name)].tobytes(), f"{dtype} {count} {name}: ranks differ"
 
 
 def _movement(comm):
@@ -319,24 +367,29 @@ def test_algorithm_selection_and_override(monkeypatch):
     import neuron_ccl
     sel = neuron_ccl.select_algorithm
     for var in ("NEURON_CCL_ALGO", "NEURON_CCL_ONESHOT_MAX_BYTES", "NEURON_CCL_RDOUBLE_MAX_BYTES",
-                "NEURON_CCL_RING_MAX_BYTES"):
+                "NEURON_CCL_RING_MAX_BYTES", "NEURON_CCL_TREE_MAX_BYTES"):
         monkeypatch.delenv(var, raising=False)
     # Shared memory: small -> oneshot (2 or non-power-of-two ranks) or recursive doubling (4, 8, ...);
-    # then the ring: always with 2 ranks, below NEURON_CCL_RING_MAX_BYTES (32 MiB) with more; larger -> twoshot.
-    assert sel("allreduce", 4096, 2) == "oneshot"
+    # then (3+ ranks) the ring below NEURON_CCL_RING_MAX_BYTES (32 MiB), twoshot above. Two ranks: twoshot.
+    assert sel("allreduce", 1, 2) == "twoshot"
+    assert sel("allreduce", 4096, 2) == "twoshot"
     assert sel("allreduce", 4096, 3) == "oneshot"
     assert sel("allreduce", 4096, 4) == "rdouble"
     assert sel("allreduce", 64 << 10, 8) == "rdouble"
     assert sel("allreduce", (64 << 10) + 1, 8) == "ring"
-    assert sel("allreduce", 16 << 20, 2) == "ring"
-    assert sel("allreduce", 256 << 20, 2) == "ring"
+    assert sel("allreduce", 16 << 20, 2) == "twoshot"
+    assert sel("allreduce", 256 << 20, 2) == "twoshot"
+    assert sel("allreduce", 16 << 20, 4) == "ring"
     assert sel("allreduce", (32 << 20) - 1, 3) == "ring"
     assert sel("allreduce", 32 << 20, 3) == "twoshot"
     assert sel("allreduce", 1, 1) == "oneshot"
     assert sel("allgather", 64 << 20, 4) == "direct"
-    # TCP: recursive doubling for small power-of-two, ring otherwise; rings for AG / RS.
+    # TCP: small -> recursive doubling (power of two) or the tree (other counts); ring otherwise; rings for AG / RS.
     assert sel("allreduce", 4096, 4, "tcp") == "rdouble"
-    assert sel("allreduce", 4096, 3, "tcp") == "ring"
+    assert sel("allreduce", 4096, 3, "tcp") == "tree"
+    assert sel("allreduce", 64 << 10, 6, "tcp") == "tree"
+    assert sel("allreduce", (64 << 10) + 1, 3, "tcp") == "ring"
+    assert sel("allreduce", 4096, 2, "tcp") == "rdouble"
     assert sel("allreduce", 1 << 20, 4, "tcp") == "ring"
     assert sel("allgather", 4096, 4, "tcp") == "ring"
     assert sel("reducescatter", 4096, 4, "tcp") == "ring"
@@ -376,4 +429,4 @@ def test_environment_registry_lists_every_variable():
     names = {v[0] for v in neuron_ccl.env_vars()}
     assert {"NEURON_CCL_ALGO", "NEURON_CCL_TIMEOUT_MS", "NEURON_CCL_FLIGHT_RECORDER_SIZE", "NEURON_CCL_TRANSPORT",
             "NEURON_CCL_RDOUBLE_MAX_BYTES", "NEURON_CCL_RING_MAX_BYTES", "NEURON_CCL_RING_SLICE_BYTES",
-            "NEURON_CCL_STAGING_BYTES", "NEURON_CCL_TCP_ADDR"} <= names
+            "NEURON_CCL_STAGING_BYTES", "NEURON_CCL_TCP_ADDR", "NEURON_CCL_TREE_MAX_BYTES"} <= names

@@ -22,7 +22,7 @@ struct AlgoTable {
 };
 const std::vector<AlgoTable>& algo_table() {
   static const std::vector<AlgoTable> t = {
-      {"allreduce", {"oneshot", "twoshot", "ring", "rdouble"}, {"ring", "rdouble"}},
+      {"allreduce", {"oneshot", "twoshot", "ring", "rdouble"}, {"ring", "rdouble", "tree"}},
       {"allgather", {"direct"}, {"ring"}},
       {"reducescatter", {"direct"}, {"ring"}},
       {"reduce", {"direct"}, {"ring"}},
@@ -86,24 +86,31 @@ std::string select_algorithm(const std::string& op, size_t bytes, int ranks, con
   const bool pow2 = ranks > 0 && (ranks & (ranks - 1)) == 0;
   const size_t rdouble_max = size_t(env_int("NEURON_CCL_RDOUBLE_MAX_BYTES"));
   if (tcp) {
-    // Over sockets every step costs a round trip: log2(n) steps beat the ring's 2(n-1) for
-    // small messages; the ring moves the least data for large ones.
-    return pow2 && ranks > 1 && bytes <= rdouble_max ? "rdouble" : "ring";
+    // Over sockets every step costs a round trip: for small messages log2(n) steps (recursive
+    // doubling, power-of-two counts) or 2*ceil(log2 n) (binomial tree, other counts) beat the
+    // ring's 2(n-1) (4 KiB over loopback: 3 ranks 47 vs 77 us, 6 ranks 371 vs 632 us); the ring
+    // moves the least data for large ones (1 MiB, 3 and 5 ranks: ring 20-50% faster).
+    if (pow2 && ranks > 1 && bytes <= rdouble_max) return "rdouble";
+    if (!pow2 && ranks > 2 && bytes <= size_t(env_int("NEURON_CCL_TREE_MAX_BYTES"))) return "tree";
+    return "ring";
   }
   if (ranks <= 1) return "oneshot";
+  // Two ranks: the direct single-copy algorithm (twoshot) at every size. Each rank reduces its
+  // half from both inputs straight into both outputs: it reads S and writes S, the minimum, with
+  // the same two syncs as oneshot (2 ranks, reference VM: 4 KiB 3 vs 4 us oneshot; 1 MiB 24 vs
+  // 117 us ring; 256 MiB 86 vs 140 ms ring, README).
+  if (ranks == 2) return "twoshot";
   // Shared memory, small: with 4+ ranks (power of two) recursive doubling waits only on one
-  // partner per step instead of on every rank; with 2 ranks it is the same as oneshot.
+  // partner per step instead of on every rank.
   if (pow2 && ranks >= 4 && bytes <= rdouble_max) return "rdouble";
   // One-shot (every rank reduces everything) costs (n-1)*S reads per rank but only two
   // syncs; the others move 2(n-1)/n*S. Small messages are latency-bound.
   if (bytes <= size_t(env_int("NEURON_CCL_ONESHOT_MAX_BYTES"))) return "oneshot";
-  // Up to the size of a last-level cache the ring wins (2 ranks, 1-16 MiB: 2-3x twoshot on the
-  // reference VM): each rank writes only its own memory, and a slice a neighbour just produced
-  // is still in the shared cache when the next rank reads it. With 2 ranks it stayed ahead up
-  // to 256 MiB (one step each way, 0-20%); with more ranks, beyond the cache, the chain of
-  // neighbour waits cost more than twoshot's extra traffic (4 ranks on 2 cores, 64-128 MiB:
-  // twoshot 20-30% faster), and twoshot moves the least DRAM traffic (reads S, streams S).
-  if (ranks == 2 || bytes < size_t(env_int("NEURON_CCL_RING_MAX_BYTES"))) return "ring";
+  // With 3+ ranks, up to the size of a last-level cache, the ring won (4 ranks on 2 cores):
+  // each rank writes only its own memory, and a slice a neighbour just produced is still in
+  // the shared cache when the next rank reads it. Beyond the cache the chain of neighbour
+  // waits cost more than twoshot's extra traffic (64-128 MiB: twoshot 20-30% faster).
+  if (bytes < size_t(env_int("NEURON_CCL_RING_MAX_BYTES"))) return "ring";
   return "twoshot";
 }
 

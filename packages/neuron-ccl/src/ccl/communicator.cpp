@@ -70,6 +70,13 @@ namespace {
 constexpr int kMaxRanks = 64;
 constexpr int kMailboxDepth = 32;
 constexpr uint64_t kMagic = 0x4e43434c53484d31ull;  // "NCCLSHM1"
+// Outputs from this size on are written with non-temporal stores when nothing reads them
+// right back (they exceed the private caches; see copy_bytes in reduce.cpp).
+constexpr size_t kStreamMinBytes = size_t(1) << 20;
+// The direct all-reduce hands out chunks of this many bytes (of one input) from this size on:
+// enough chunks to balance, few enough that claiming (one shared atomic each) is free.
+constexpr size_t kClaimChunkBytes = size_t(1) << 20;
+constexpr size_t kClaimMinBytes = size_t(4) << 20;
 
 enum OpCode : int32_t {
   kOpAllReduce = 1, kOpBroadcast, kOpReduce, kOpAllGather, kOpReduceScatter, kOpAllToAll,
@@ -106,6 +113,9 @@ struct Header {
   int32_t size;
   std::atomic<int32_t> aborted;  // 0, or 1 + the rank that reported the failure
   char abort_message[2048];
+  // Chunks of the direct all-reduce are claimed from here (CommunicatorImpl::claimed_ is the
+  // value every rank expects at the start of an operation).
+  alignas(64) std::atomic<uint64_t> claim;
 };
 
 struct Slot {
@@ -705,40 +715,67 @@ class CommunicatorImpl {
         if (aliased) std::memcpy(out, dst, bytes);
         return;
       }
-      // twoshot: rank r reduces block r of every rank's input and writes the result into
-      // block r of every rank's output (reduce-scatter and all-gather in one pass). Per rank
-      // that reads S and writes S, the least traffic an all-reduce between peers can move.
-      // Sub-blocks are reduced into cache-resident scratch and streamed out, so the outputs
-      // cost no read-for-ownership. In place, out_q[block r] is only ever read by this rank
-      // (as in_q[block r]), and each sub-block is read before it is overwritten.
-      const size_t per = (count + size_ - 1) / size_;
-      const size_t off = std::min(count, per * size_t(rank_));
-      const size_t n = std::min(count, off + per) - off;
-      std::vector<char*> outs(size_);
+      // twoshot: every element is reduced once, over all inputs in rank order, and the result
+      // is written straight into every rank's output (reduce-scatter and all-gather in one
+      // pass, single copy). All ranks together read n*S and write n*S, the least an all-reduce
+      // can move (the ceiling the benchmark derives). Small messages: rank r takes block r.
+      // Large ones are cut into chunks that the ranks claim from a shared counter, so a rank
+      // that the OS deschedules (more ranks than cores, a loaded host) leaves its share to the
+      // others instead of stalling everyone; results are the same bits whoever reduces a chunk.
+      // In place, out_q[chunk] is read only as in_q[chunk], by the one rank that claimed it,
+      // and each element is read before it is overwritten.
+      // Store kind per output: an output that is its rank's input (in place) gets plain stores
+      // (its lines were just loaded, writing them back is all that is left); any other large
+      // output is streamed (non-temporal: no read-for-ownership, no cache pollution).
+      std::vector<char*> out_base(size_);
       std::vector<const char*> in_base(size_);
+      std::vector<const void*> in_at(size_);
+      std::vector<char> stream(size_);
       for (int r = 0; r < size_; ++r) {
-        in_base[r] = peer(r, slot(r)->main[0], bytes) + off * es;
-        outs[r] = peer(r, slot(r)->main[1], bytes) + off * es;
+        in_base[r] = peer(r, slot(r)->main[0], bytes);
+        out_base[r] = peer(r, slot(r)->main[1], bytes);
+        stream[r] = out_base[r] != in_base[r] && bytes >= kStreamMinBytes;
       }
-      if (size_ == 2 && dt == DataType::kFloat32 && red.op == ReduceOp::kSum && n) {
-        std::vector<float*> fouts{reinterpret_cast<float*>(outs[0]), reinterpret_cast<float*>(outs[1])};
-        if (sum2_f32_stream(fouts.data(), 2, reinterpret_cast<const float*>(in_base[0]),
-                            reinterpret_cast<const float*>(in_base[1]), n)) {
-          store_fence();
-          return sync("reduced into every output");
-        }
-      }
+      const bool fused = size_ == 2 && dt == DataType::kFloat32 && red.op == ReduceOp::kSum;
       constexpr size_t kSubBytes = 64 << 10;
       const size_t sub = std::max<size_t>(1, kSubBytes / es);
-      char* tmp = scratch(sub * es);
-      for (size_t b = 0; b < n; b += sub) {
-        const size_t m = std::min(sub, n - b);
-        for (int r = 0; r < size_; ++r) ins[r] = in_base[r] + b * es;
-        reduce_buffers(tmp, ins.data(), size_, m, dt, red, size_);
-        for (int i = 0; i < size_; ++i) {
-          const int r = (rank_ + i) % size_;
-          stream_bytes(outs[r] + b * es, tmp, m * es);
+      auto reduce_range = [&](size_t off, size_t n) {
+        if (fused && sum2_f32(reinterpret_cast<float*>(out_base[0] + off * es), stream[0],
+                              reinterpret_cast<float*>(out_base[1] + off * es), stream[1],
+                              reinterpret_cast<const float*>(in_base[0] + off * es),
+                              reinterpret_cast<const float*>(in_base[1] + off * es), n))
+          return;
+        // Other dtypes and ops: reduce a cache-resident sub-block, then write it to every output.
+        char* tmp = scratch(sub * es);
+        for (size_t b = off; b < off + n; b += sub) {
+          const size_t m = std::min(sub, off + n - b);
+          for (int r = 0; r < size_; ++r) in_at[r] = in_base[r] + b * es;
+          reduce_buffers(tmp, in_at.data(), size_, m, dt, red, size_);
+          for (int i = 0; i < size_; ++i) {
+            const int r = (rank_ + i) % size_;
+            if (stream[r]) {
+              stream_bytes(out_base[r] + b * es, tmp, m * es);
+            } else {
+              std::memcpy(out_base[r] + b * es, tmp, m * es);
+            }
+          }
         }
+      };
+      const size_t chunk = std::max<size_t>(1, kClaimChunkBytes / es);
+      if (bytes < kClaimMinBytes) {
+        const size_t per = (count + size_ - 1) / size_;
+        const size_t off = std::min(count, per * size_t(rank_));
+        reduce_range(off, std::min(count, off + per) - off);
+      } else {
+        // Every rank stops at its first claim past the end: the counter ends the operation at
+        // claimed_ + chunks + n on every rank (no rank claims again before the next sync).
+        const uint64_t chunks = (count + chunk - 1) / chunk;
+        std::atomic<uint64_t>& claim = header()->claim;
+        for (uint64_t c; (c = claim.fetch_add(1, std::memory_order_relaxed) - claimed_) < chunks;) {
+          const size_t off = size_t(c) * chunk;
+          reduce_range(off, std::min(count - off, chunk));
+        }
+        claimed_ += chunks + uint64_t(size_);
       }
       store_fence();
       sync("reduced into every output");
@@ -1156,6 +1193,7 @@ class CommunicatorImpl {
   char* stage_ = nullptr;
   size_t stage_bytes_ = 0;
   uint64_t progress_ = 0;  // this rank's progress counter (mirrors its slot)
+  uint64_t claimed_ = 0;   // header()->claim before the current operation (equal on every rank)
 };
 
 // ------------------------------------------------------------------ public wrapper

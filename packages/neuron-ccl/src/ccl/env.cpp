@@ -12,20 +12,24 @@ namespace {
 const EnvVar kVars[] = {
     {"NEURON_CCL_ALGO", "string", "",
      "Force algorithms per operation, e.g. 'allreduce=ring,allgather=direct'. allreduce: "
-     "oneshot|twoshot|ring|rdouble over shm, ring|rdouble over tcp; allgather, reducescatter, "
+     "oneshot|twoshot|ring|rdouble over shm, ring|rdouble|tree over tcp; allgather, reducescatter, "
      "reduce, barrier: direct over shm, ring over tcp; the others: direct. Empty: chosen by "
      "message size, rank count and transport (see README). Unknown names raise an error."},
     {"NEURON_CCL_ONESHOT_MAX_BYTES", "bytes", "65536",
-     "Largest shared-memory all-reduce that every rank reduces in full (oneshot) when recursive "
-     "doubling does not apply; larger ones use the ring or twoshot."},
+     "With 3 or more ranks, largest shared-memory all-reduce that every rank reduces in full "
+     "(oneshot) when recursive doubling does not apply; larger ones use the ring or twoshot. "
+     "2 ranks always use twoshot."},
     {"NEURON_CCL_RDOUBLE_MAX_BYTES", "bytes", "65536",
      "Largest all-reduce run by recursive doubling when the rank count is a power of two (4 or "
      "more ranks over shm, 2 or more over tcp)."},
+    {"NEURON_CCL_TREE_MAX_BYTES", "bytes", "65536",
+     "Largest TCP all-reduce run by the binomial tree when the rank count (3 or more) is not a "
+     "power of two; larger ones use the ring."},
     {"NEURON_CCL_RING_MAX_BYTES", "bytes", "33554432",
      "With 3 or more ranks, shared-memory all-reduces above the oneshot / rdouble limits and "
      "below this size use the ring (its slices stay in the shared cache); from this size on, "
-     "twoshot (least DRAM traffic). 0: no ring by default for 3+ ranks. 2 ranks always use the "
-     "ring above the oneshot limit."},
+     "twoshot (least DRAM traffic). 0: no ring by default for 3+ ranks. 2 ranks always use "
+     "twoshot."},
     {"NEURON_CCL_RING_SLICE_BYTES", "bytes", "262144",
      "Pipelining unit of the ring algorithms: a neighbour may start on a slice as soon as it is "
      "done (shm), and the largest TCP frame."},

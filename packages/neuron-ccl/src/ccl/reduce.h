@@ -37,9 +37,13 @@ void copy_bytes(void* dst, const void* src, size_t bytes);
 void stream_bytes(void* dst, const void* src, size_t bytes);
 void store_fence();
 
-// out[k][i] = a[i] + b[i] for every output k, streamed; the two-rank float32 SUM case of the
-// all-reduce, fused so each input byte is read once and no scratch is touched. Returns false
-// (nothing written) when the outputs are not equally aligned.
-bool sum2_f32_stream(float* const* outs, int nout, const float* a, const float* b, size_t n);
+// out0[i] = out1[i] = a[i] + b[i]: the two-rank float32 SUM case of the direct all-reduce,
+// fused so each input byte is read once and no scratch is touched. `nt0`/`nt1`: store that
+// output with non-temporal stores (for an output that is not also an input: it saves the
+// read-for-ownership). An output that aliases an input element for element must use plain
+// stores: its lines were just loaded, and a streaming store would evict them first (in place,
+// 256 MiB on the reference host: ~2x slower). Returns false (nothing written) when the
+// streamed outputs cannot be aligned together; call store_fence() before publishing.
+bool sum2_f32(float* out0, bool nt0, float* out1, bool nt1, const float* a, const float* b, size_t n);
 
 }  // namespace neuron_ccl

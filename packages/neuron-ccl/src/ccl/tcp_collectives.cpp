@@ -71,7 +71,50 @@ void TcpCollectives::all_reduce(const FrameHeader& op, const char* in, char* out
     return;
   }
   if (algo == "rdouble") return recursive_doubling(op, in, out, count, dt, red);
+  if (algo == "tree") return tree_all_reduce(op, in, out, count, dt, red);
   ring_all_reduce(op, in, out, count, dt, red);
+}
+
+// Binomial tree rooted at rank 0, for small messages on any rank count: 2*ceil(log2 n) steps
+// where the ring needs 2(n-1) (recursive doubling needs a power of two). Up: at step k a rank
+// whose lowest set bit is k sends its partial to rank - 2^k and is done climbing; a rank below
+// it combines (own partial, child's partial) - lower rank first - in the accumulation type.
+// The root finishes (scale, round) at its last combine; the result then flows down the same
+// tree in the dtype, so every rank holds the root's bits. Whole buffers per frame.
+void TcpCollectives::tree_all_reduce(const FrameHeader& op, const char* in, char* out, size_t count, DataType dt,
+                                     const Reduction& red) {
+  const int n = size_, r = rank_;
+  const size_t es = dtype_size(dt), as = accum_size(dt);
+  int steps = 0;
+  while ((1 << steps) < n) ++steps;
+  acc_.resize(count * as);
+  bool have_acc = false;  // acc_ holds our partial (we received from a child), else `in` is it
+  for (int k = 0; k < steps; ++k) {
+    const int d = 1 << k;
+    if (r & d) {
+      send_to(r - d, op, k, have_acc ? acc_.data() : in, count * (have_acc ? as : es), "tree: sending up to the parent");
+      break;
+    }
+    const int child = r + d;
+    if (child >= n) continue;
+    // The child combined something before (its own child child+1 exists) iff k > 0.
+    const bool child_acc = k > 0 && child + 1 < n;
+    const auto& got = recv_from(child, op, k, count * (child_acc ? as : es), "tree: receiving from a child");
+    // The root's last child is the one at the highest step with a child (k == steps - 1).
+    const bool finish = r == 0 && k == steps - 1;
+    reduce_pair(finish ? static_cast<void*>(out) : acc_.data(), have_acc ? acc_.data() : in, have_acc, got.data(),
+                child_acc, count, dt, red, n, finish);
+    have_acc = true;
+  }
+  // Down: tags steps + k, k = the receiving child's lowest set bit.
+  int top = steps;
+  if (r != 0) {
+    top = __builtin_ctz(unsigned(r));
+    const auto& got = recv_from(r - (1 << top), op, steps + top, count * es, "tree: receiving the result from the parent");
+    std::memcpy(out, got.data(), count * es);
+  }
+  for (int k = top - 1; k >= 0; --k)
+    if (r + (1 << k) < n) send_to(r + (1 << k), op, steps + k, out, count * es, "tree: sending the result down");
 }
 
 // Push form of the ring (see ring.cpp for the pull form over shared memory): reduce-scatter

@@ -1,6 +1,6 @@
 // Collectives over the TCP transport (ranks on different hosts). Ring algorithms for the
 // bandwidth-bound operations (all-reduce, all-gather, reduce-scatter), recursive doubling for
-// small all-reduces on power-of-two rank counts, direct sends for the rooted and personalised
+// small all-reduces on power-of-two rank counts, a binomial tree for small ones on other counts, direct sends for the rooted and personalised
 // operations. Buffers are host addresses (the device memory's host alias).
 #pragma once
 
@@ -52,6 +52,8 @@ class TcpCollectives {
                        const Reduction& red);
   void recursive_doubling(const FrameHeader& op, const char* in, char* out, size_t count, DataType dt,
                           const Reduction& red);
+  void tree_all_reduce(const FrameHeader& op, const char* in, char* out, size_t count, DataType dt,
+                       const Reduction& red);
 
   TcpTransport& t_;
   int rank_, size_;
