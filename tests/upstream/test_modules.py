@@ -38,7 +38,7 @@ def _build(module_info, module_input, dtype, training, device):
     are materialised on CPU first so both copies start from the same parameters."""
     args = to_device(module_input.constructor_input.args, "cpu")
     kwargs = to_device(module_input.constructor_input.kwargs, "cpu")
-    torch.manual_seed(SEED)
+    common.seed(SEED)
     m = module_info.module_cls(*args, **kwargs)
     if module_info.is_lazy:
         fwd = module_input.forward_input
@@ -52,7 +52,7 @@ def _forward(m, fwd, device, noncontiguous=False):
     args, kwargs = to_device(fwd.args, device), to_device(fwd.kwargs, device)
     if noncontiguous:
         args, kwargs = tree_map(lambda t: _noncontig(t), (args, kwargs))
-    torch.manual_seed(SEED)
+    common.seed(SEED)
     return m(*args, **kwargs), (args, kwargs)
 
 

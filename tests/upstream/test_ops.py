@@ -32,12 +32,16 @@ BASES = (
     "test_noncontiguous_samples",
     "test_out",
     "test_variant_consistency_eager",
+    "test_variant_consistency_eager_other_dtypes",
     "test_errors",
     "test_multiple_devices",
 )
 SEED = 1234
 OUT_OPS = [op for op in OP_DB if op.supports_out]
 ERROR_OPS = [op for op in OP_DB if op.error_inputs_func is not None]
+VARIANT_DTYPES = (torch.float32, torch.complex64)
+VARIANT_OTHER_OPS = [op for op in OP_DB if (op.method_variant or op.inplace_variant)
+                     and not set(VARIANT_DTYPES) & set(op.supported_dtypes("cpu"))]
 
 
 def describe(test_name):
@@ -54,7 +58,7 @@ def compare_samples(op, dtype):
 
 
 def call(op, sample, fn=None):
-    torch.manual_seed(SEED)
+    common.seed(SEED)
     return (fn or op)(sample.input, *sample.args, **sample.kwargs)
 
 
@@ -94,7 +98,8 @@ class TestCommon(TestCase):
             actual = call(op, sample_to(sample, device))
             self._check("test_compare_cpu", op, dtype, actual, expected, sample)
 
-    @ops(OP_DB, allowed_dtypes=(torch.float32,))
+    # Upstream's dtypes for this test: a floating, an integral and a complex one.
+    @ops(OP_DB, allowed_dtypes=(torch.float32, torch.long, torch.complex64))
     def test_noncontiguous_samples(self, device, dtype, op):
         samples = list(itertools.islice(op.sample_inputs("cpu", dtype), MAX_SAMPLES))
         if not samples:
@@ -102,7 +107,15 @@ class TestCommon(TestCase):
         for sample in samples:
             expected = call(op, sample)
             # The strided copies are made on the device, so the backend's own strided paths run.
-            actual = call(op, sample_to(sample, device).noncontiguous())
+            actual, dev_exc = outcome(lambda: call(op, sample_to(sample, device).noncontiguous()))
+            if dev_exc is not None:
+                # Some CPU kernels refuse strided inputs (native_group_norm checks X is
+                # contiguous); neuron must then refuse them the same way, and only then.
+                _, cpu_exc = outcome(lambda: call(op, sample.noncontiguous()))
+                if cpu_exc is None:
+                    raise dev_exc
+                common.same_error(self, cpu_exc, dev_exc, f"non-contiguous {sample.summary()}")
+                continue
             self._check("test_noncontiguous_samples", op, dtype, actual, expected, sample)
 
     # @ops refuses an empty list, which a narrowed run (NEURON_UPSTREAM_ONLY) can produce.
@@ -122,7 +135,17 @@ class TestCommon(TestCase):
         def outs(like, **kw):
             return tree_map(lambda t: torch.empty_like(t, **kw) if isinstance(t, torch.Tensor) else t, like)
 
+        # CPU first: where CPU's out= variant rejects result-shaped out tensors (histogramdd's
+        # Python wrapper takes no tuple of bin edges), neuron must reject them the same way,
+        # and nothing more can be checked with this sample.
+        _, cpu_exc = outcome(lambda: call(op, sample, lambda *a, **k: op(*a, **k, out=outs(expected))))
         out = outs(expected, device=device)
+        if cpu_exc is not None:
+            _, dev_exc = outcome(lambda: call(op, on_device, lambda *a, **k: op(*a, **k, out=out)))
+            self.assertIsNotNone(dev_exc, msg=f"out=: CPU raised {type(cpu_exc).__name__}: "
+                                 f"{common.first_line(cpu_exc)}; neuron did not")
+            common.same_error(self, cpu_exc, dev_exc, "out=")
+            return
         result = call(op, on_device, lambda *a, **k: op(*a, **k, out=out))
         for got, given in zip(common.tensors_in(result), common.tensors_in(out)):
             self.assertTrue(got is given, msg="out= must return the tensors it was given")
@@ -152,8 +175,19 @@ class TestCommon(TestCase):
             self.assertIsNotNone(exc, msg="out= on cpu for neuron inputs must raise")
             self.assertIsInstance(exc, (RuntimeError, ValueError))
 
-    @ops(OP_DB, dtypes=OpDTypes.any_one)
+    # Upstream's dtypes for this test: float32 and complex64, where the OpInfo supports them;
+    # the ops that support neither (bitwise ops, gcd, ...) run in one dtype of their own below.
+    @ops(OP_DB, dtypes=OpDTypes.supported, allowed_dtypes=VARIANT_DTYPES)
     def test_variant_consistency_eager(self, device, dtype, op):
+        self._variant_consistency("test_variant_consistency_eager", device, dtype, op)
+
+    @ops(VARIANT_OTHER_OPS or OP_DB[:1], dtypes=OpDTypes.any_one)
+    def test_variant_consistency_eager_other_dtypes(self, device, dtype, op):
+        if op not in VARIANT_OTHER_OPS:
+            self.skipTest("supports float32 or complex64: covered by test_variant_consistency_eager")
+        self._variant_consistency("test_variant_consistency_eager_other_dtypes", device, dtype, op)
+
+    def _variant_consistency(self, test, device, dtype, op):
         variants = [("method", op.method_variant), ("inplace", op.inplace_variant)]
         variants = [(k, v) for k, v in variants if v is not None]
         if not variants:
@@ -177,7 +211,7 @@ class TestCommon(TestCase):
                 raise dev_exc
             if kind == "inplace":
                 self.assertTrue(actual is dev_sample.input, msg=f"{what}: must return its input")
-            self._check("test_variant_consistency_eager", op, dtype, actual, expected, sample)
+            self._check(test, op, dtype, actual, expected, sample)
 
     @ops(ERROR_OPS or OP_DB[:1], dtypes=OpDTypes.none)
     def test_errors(self, device, op):
@@ -209,7 +243,7 @@ class TestCommon(TestCase):
             self.skipTest("no error input raises on CPU with this torch version")
 
     @deviceCountAtLeast(2)
-    @ops(OP_DB, dtypes=OpDTypes.any_one)
+    @ops(OP_DB, allowed_dtypes=(torch.float32, torch.long))  # upstream's dtypes for this test
     def test_multiple_devices(self, devices, dtype, op):
         second = devices[1]
         index = torch.device(second).index

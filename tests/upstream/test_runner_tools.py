@@ -97,6 +97,20 @@ def test_dashboard_is_ok_only_without_unexpected_outcomes(tmp_path):
     assert report["ok"]
 
 
+def test_dashboard_reports_test_seconds_per_suite_and_load_average(tmp_path):
+    rows = [{"suite": "ops", "test": "t", "subject": "add", "outcome": "passed", "duration": 0.25},
+            {"suite": "ops", "test": "t", "subject": "mul", "outcome": "failed", "duration": 1.5},
+            {"suite": "optim", "test": "t", "subject": "SGD", "outcome": "passed", "duration": 2.0}]
+    run = dict(_records(tmp_path, rows), load_average=[3.5, 1.25])
+    report = dashboard.build([run])
+    env = report["environments"]["vanilla"]
+    assert env["suites"]["ops"]["test_seconds"] == 1.8  # 1.75, rounded to 0.1 s
+    assert env["suites"]["optim"]["test_seconds"] == 2.0
+    assert env["load_average"] == [3.5, 1.25]
+    md = dashboard.markdown(report)
+    assert "| test seconds: ops | 1.8 |" in md and "| 3.50 / 1.25 |" in md
+
+
 def test_upstream_file_ids_match_across_devices():
     assert source_tree._normalise("test_view_ops.TestViewOpsCPU", "test_view_cpu_float32") == \
         source_tree._normalise("test_view_ops.TestViewOpsPRIVATEUSE1", "test_view_neuron_float32")

@@ -18,6 +18,9 @@ def _counts(records):
     counts["total"] = len(records)
     run = counts["total"] - counts["skipped"]
     counts["pass_rate"] = round(counts["passed"] / run, 4) if run else None
+    # Time inside the tests (setup, call, teardown) summed over the records: worker seconds,
+    # so about workers x the wall time the group took.
+    counts["test_seconds"] = round(sum(r.get("duration") or 0.0 for r in records), 1)
     return counts
 
 
@@ -42,6 +45,7 @@ def summarize_env(run):
         "python": run["python"],
         "smoke": run.get("smoke"),
         "seconds": run["seconds"],
+        "load_average": run.get("load_average"),
         "returncode": run["returncode"],
         "health": run.get("health"),
         "load_error": run.get("load_error"),
@@ -123,6 +127,12 @@ def markdown(report):
     for k in OUTCOMES:
         lines.append(f"| {k} | " + " | ".join(str(envs[n]["overall"][k]) for n in names) + " |")
     lines.append("| seconds | " + " | ".join(str(envs[n]["seconds"]) for n in names) + " |")
+    lines.append("| load average (1 min) at start / end | " + " | ".join(
+        " / ".join(f"{x:.2f}" for x in envs[n]["load_average"]) if envs[n].get("load_average") else "-"
+        for n in names) + " |")
+    for s in suites:
+        lines.append(f"| test seconds: {s} | " + " | ".join(
+            str(envs[n]["suites"][s]["test_seconds"]) if s in envs[n]["suites"] else "-" for n in names) + " |")
     lines.append("| scope | " + " | ".join("smoke subset" if envs[n].get("smoke") else "full" for n in names) + " |")
     for n in names:
         env = envs[n]

@@ -85,6 +85,7 @@ def run_suites(name, python, args, out, smoke):
         cmd += args.pytest_args.split()
     print(f"== {name}: {' '.join(args.suites)}{' (smoke subset)' if smoke else ''} ({python})", flush=True)
     start = time.monotonic()
+    load_start = os.getloadavg()[0]
     log = out / f"{name}.log"
     with open(log, "w") as fh:
         proc = subprocess.run(cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT)
@@ -94,6 +95,8 @@ def run_suites(name, python, args, out, smoke):
         "smoke": smoke,
         "returncode": proc.returncode,
         "seconds": round(time.monotonic() - start, 1),
+        # The machine may be shared: the 1-minute load average when the run started and ended.
+        "load_average": [round(load_start, 2), round(os.getloadavg()[0], 2)],
         "results": str(results),
         "log": str(log),
         "health": health.read_text().strip() if health.exists() else None,

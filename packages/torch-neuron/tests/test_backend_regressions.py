@@ -25,6 +25,30 @@ def test_cpu_out_tensor_for_neuron_inputs_is_rejected_like_cuda():
         torch.amax(torch.randn(2, device="neuron"), out=torch.empty(()))
 
 
+def test_mode_out_runs_on_neuron_like_cpu():
+    # mode.values has only a composite kernel, which refuses devices other than CPU/CUDA/XPU.
+    x = torch.randn(4, 5)
+    x[:, 1] = x[:, 0]
+    values, indices = torch.mode(x, 1)
+    out = (torch.empty(0, device="neuron"), torch.empty(0, dtype=torch.long, device="neuron"))
+    got = torch.mode(x.to("neuron"), 1, out=out)
+    assert got[0] is out[0] and got[1] is out[1]
+    assert torch.equal(out[0].cpu(), values) and torch.equal(out[1].cpu(), indices)
+    with pytest.raises(RuntimeError):
+        torch.mode(x.to("neuron"), 1, out=(torch.empty(0, dtype=torch.long, device="neuron"), out[1]))
+
+
+def test_conj_physical_in_place_on_neuron_like_cpu():
+    # Its composite kernel calls a DispatchStub that has no neuron entry.
+    x = torch.randn(3, 4, dtype=torch.complex64)
+    d = x.to("neuron")
+    assert d.conj_physical_() is d
+    assert torch.equal(d.cpu(), x.conj_physical())
+    strided = x.to("neuron")[:, ::2]
+    strided.conj_physical_()
+    assert torch.equal(strided.cpu(), x[:, ::2].conj_physical())
+
+
 def test_process_exits_cleanly_right_after_backward():
     code = ("import torch; m = torch.nn.Linear(8, 1).to('neuron'); "
             "m(torch.randn(4, 8, device='neuron')).sum().backward()")

@@ -245,6 +245,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_thnn_fused_gru_cell_backward", TORCH_FN(fused_gru_cell_backward));
   m.impl("histc", TORCH_FN(histc));
   m.impl("histc.out", TORCH_FN(histc_out));
+  // mode.values has only a CompositeExplicitAutograd kernel (at::native::mode_out), which
+  // refuses any device but CPU/CUDA/XPU before computing, so the functional mode worked on
+  // neuron and mode(..., out=) did not. Host execution runs that kernel on the host aliases
+  // (the CPU mode kernel, with out= resizing written back), as for other out= ops.
+  m.impl("mode.values", torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
+  // conj_physical_ likewise: its CompositeExplicitAutograd kernel calls conj_physical_stub
+  // for the tensor's device type, which has no neuron entry (an internal assert).
+  m.impl("conj_physical_", torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
 }
 
 }  // namespace torch_neuron
