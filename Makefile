@@ -88,6 +88,8 @@ bench: install
 	$(PY) tools/bench/bench_eager.py
 
 test-upstream: install
+	@# A patched-torch environment, when present, runs side by side: bring its packages up to date.
+	@if [ -x .venv-patched/bin/python ]; then $(PY) -m tools.patches build; fi
 	$(PY) -m tools.upstream.run
 
 patched-torch: install

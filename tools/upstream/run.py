@@ -114,9 +114,9 @@ def main(argv=None):
     p.add_argument("--python", help="interpreter of the vanilla run (default: this one)")
     p.add_argument("--patched", choices=("auto", "yes", "no"), default="auto",
                    help="also run under .venv-patched (auto: when it exists, not with --smoke)")
-    p.add_argument("--patched-scope", choices=("smoke", "full"), default="smoke",
-                   help="what the patched-torch run covers (default: the smoke subset, so that a full "
-                        "run stays inside 30 minutes on 2 cores)")
+    p.add_argument("--patched-scope", choices=("smoke", "full"), default="full",
+                   help="what the patched-torch run covers (default: the same suites as the vanilla "
+                        "run, so the dashboard compares like with like)")
     p.add_argument("--files", help="upstream test files to run from PYTORCH_SRC (comma-separated)")
     p.add_argument("--pytorch-src", default=os.environ.get("PYTORCH_SRC"), help="PyTorch source tree (PYTORCH_SRC)")
     p.add_argument("--fetch-source", action="store_true",
