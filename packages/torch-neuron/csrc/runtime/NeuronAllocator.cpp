@@ -34,6 +34,7 @@ struct Block {
   bool small;
   bool allocated = false;
   bool inactive_split_counted = false;
+  bool parked = false;  // freed small block waiting in its exact-size list (not in a pool)
   Block* prev = nullptr;
   Block* next = nullptr;
   std::unordered_set<c10::StreamId> stream_uses;
@@ -66,17 +67,19 @@ class DeviceCache {
     std::lock_guard<std::mutex> lock(mutex_);
     const size_t size = round_size(requested);
     const bool small = size <= kSmallSize;
-    auto& pool = small ? small_free_ : large_free_;
-    Block key{device_, stream, size, 0, nullptr, small};
-    Block* block = nullptr;
-    auto it = pool.lower_bound(&key);
-    if (it != pool.end() && (*it)->stream == stream) {
-      block = *it;
-      take_from_pool(block);
-    } else {
-      block = new_segment(size, small, stream, requested);
+    Block* block = small ? unpark(size, stream) : nullptr;
+    if (!block) {
+      auto& pool = small ? small_free_ : large_free_;
+      Block key{device_, stream, size, 0, nullptr, small};
+      auto it = pool.lower_bound(&key);
+      if (it != pool.end() && (*it)->stream == stream) {
+        block = *it;
+        take_from_pool(block);
+      } else {
+        block = new_segment(size, small, stream, requested);
+      }
+      block = maybe_split(block, size);
     }
-    block = maybe_split(block, size);
     block->allocated = true;
     block->requested = requested;
     live_[block->ptr] = block;
@@ -109,7 +112,7 @@ class DeviceCache {
       stats_.requested_bytes[t].decrease(block->requested);
     });
     block->requested = 0;
-    merge_and_cache(block);
+    if (!park(block)) merge_and_cache(block);
     return true;
   }
 
@@ -167,6 +170,56 @@ class DeviceCache {
     }
     f(stats_.oversize_allocations);
     f(stats_.oversize_segments);
+  }
+
+  // Small blocks freed and reallocated at the same size (the steady state of eager loops)
+  // skip splitting and merging: a freed small block waits in a short list for its exact
+  // size and stream. Parked blocks merge back (and become releasable) in release_cached.
+  static constexpr size_t kParkedPerSize = 64;
+
+  bool park(Block* b) {
+    if (!b->small) return false;
+    auto& list = parked_[b->size / kMinBlockSize];
+    if (list.size() >= kParkedPerSize) return false;
+    b->parked = true;
+    list.push_back(b);
+    count_inactive_split(b, true);
+    return true;
+  }
+
+  Block* unpark(size_t size, c10::StreamId stream) {
+    auto it = parked_.find(size / kMinBlockSize);
+    if (it == parked_.end() || it->second.empty() || it->second.back()->stream != stream) return nullptr;
+    Block* b = it->second.back();
+    it->second.pop_back();
+    b->parked = false;
+    count_inactive_split(b, false);
+    return b;
+  }
+
+  void unpark_all() {
+    for (auto& [cls, list] : parked_) {
+      for (Block* b : list) {
+        b->parked = false;
+        count_inactive_split(b, false);
+        merge_and_cache(b);
+      }
+      list.clear();
+    }
+  }
+
+  void count_inactive_split(Block* b, bool add) {
+    if (!(b->prev || b->next) || b->inactive_split_counted == add) return;
+    b->inactive_split_counted = add;
+    for_types(b->small, [&](size_t t) {
+      if (add) {
+        stats_.inactive_split[t].increase(1);
+        stats_.inactive_split_bytes[t].increase(b->size);
+      } else {
+        stats_.inactive_split[t].decrease(1);
+        stats_.inactive_split_bytes[t].decrease(b->size);
+      }
+    });
   }
 
   void take_from_pool(Block* b) {
@@ -244,7 +297,7 @@ class DeviceCache {
 
   void merge_and_cache(Block* b) {
     for (Block* n : {b->prev, b->next}) {
-      if (!n || n->allocated || !n->stream_uses.empty()) continue;
+      if (!n || n->allocated || n->parked || !n->stream_uses.empty()) continue;
       take_from_pool(n);
       if (n == b->prev) {
         b->ptr = n->ptr;
@@ -261,6 +314,7 @@ class DeviceCache {
   }
 
   void release_cached() {
+    unpark_all();
     for (auto* pool : {&small_free_, &large_free_}) {
       for (auto it = pool->begin(); it != pool->end();) {
         Block* b = *it;
@@ -284,6 +338,7 @@ class DeviceCache {
   std::mutex mutex_;
   std::set<Block*, BlockLess> small_free_, large_free_;
   std::unordered_map<void*, Block*> live_;
+  std::unordered_map<size_t, std::vector<Block*>> parked_;  // size / kMinBlockSize -> blocks
   DeviceStats stats_;
 };
 

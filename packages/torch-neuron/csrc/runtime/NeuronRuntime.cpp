@@ -1,5 +1,6 @@
 #include "runtime/NeuronRuntime.h"
 
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -7,6 +8,7 @@ namespace torch_neuron {
 namespace {
 
 std::once_flag g_init_once;
+std::atomic<bool> g_init_done{false};  // fast path: every op asks
 nsimError g_init_error = NSIM_SUCCESS;
 std::string g_init_message;
 c10::DeviceIndex g_device_count = 0;
@@ -33,7 +35,11 @@ void do_init() {
 }  // namespace
 
 void ensure_initialized() {
-  std::call_once(g_init_once, do_init);
+  if (C10_LIKELY(g_init_done.load(std::memory_order_acquire) && g_init_error == NSIM_SUCCESS)) return;
+  std::call_once(g_init_once, [] {
+    do_init();
+    g_init_done.store(true, std::memory_order_release);
+  });
   TORCH_CHECK(g_init_error == NSIM_SUCCESS,
               "neuron: the simulated device failed to initialise: ", g_init_message);
 }
