@@ -1,6 +1,8 @@
 """Backend behaviours found by PyTorch's device-generic suites, checked against CPU/CUDA semantics."""
+import os
 import subprocess
 import sys
+import textwrap
 
 import pytest
 import torch
@@ -49,12 +51,33 @@ def test_conj_physical_in_place_on_neuron_like_cpu():
     assert torch.equal(strided.cpu(), x[:, ::2].conj_physical())
 
 
-def test_process_exits_cleanly_right_after_backward():
+@pytest.mark.parametrize("on_caller", ["1", "0"])
+def test_process_exits_cleanly_right_after_backward(on_caller):
+    # With TORCH_NEURON_BACKWARD_ON_CALLER=0 backward runs on autograd's device worker,
+    # which must have released its last graph task before the interpreter finalizes.
     code = ("import torch; m = torch.nn.Linear(8, 1).to('neuron'); "
             "m(torch.randn(4, 8, device='neuron')).sum().backward()")
+    env = dict(os.environ, TORCH_NEURON_BACKWARD_ON_CALLER=on_caller)
     for _ in range(5):
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
         assert r.returncode == 0, r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("on_caller", ["1", "0"])
+def test_backward_runs_on_the_calling_thread_unless_disabled(on_caller):
+    code = textwrap.dedent("""
+        import threading, torch
+        x = torch.ones(3, device="neuron", requires_grad=True)
+        seen = []
+        x.register_hook(lambda g: seen.append(threading.get_ident()))
+        (x * 2).sum().backward()
+        assert torch.equal(x.grad.cpu(), torch.full((3,), 2.0))
+        print(seen[0] == threading.get_ident())
+    """)
+    env = dict(os.environ, TORCH_NEURON_BACKWARD_ON_CALLER=on_caller)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == ("True" if on_caller == "1" else "False")
 
 
 def _allocated() -> int:

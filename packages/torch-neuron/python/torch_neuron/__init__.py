@@ -64,6 +64,8 @@ from . import distributed  # noqa: E402  (registers the c10d backend "neuron")
 _native.install(_C.get_device_properties(0)["profile"] if _C.device_count() else "trn2")
 if _env.get_bool("TORCH_NEURON_DEVICE_NUMERICS"):
     _native.set_device_numerics(True)
+if _env.get_bool("TORCH_NEURON_BACKWARD_ON_CALLER"):
+    torch._C._set_multithreading_enabled(False)
 _module_compat.install()
 _exit.install()
 _dynamo_interface.install()

@@ -30,6 +30,12 @@ REGISTRY: tuple[EnvVar, ...] = (
            "1: native ops take their values from their tile kernels run by the ISA simulator "
            "instead of the host reference path (much slower; read at import, also "
            "torch_neuron.set_device_numerics())."),
+    EnvVar("TORCH_NEURON_BACKWARD_ON_CALLER", "bool", "1",
+           "1: backward runs on the thread that calls it (the simulated device executes on the "
+           "host, so autograd's per-device worker thread would only add hand-offs and a second "
+           "OpenMP team competing for the cores); 0: autograd's device worker threads, as for "
+           "CUDA. Read at import; applies to the importing thread "
+           "(torch.autograd.set_multithreading_enabled changes it per thread)."),
     EnvVar("TORCH_NEURON_DISABLE_WORKAROUNDS", "bool", "0",
            "1: do not apply torch_neuron's runtime workarounds for known torch bugs "
            "(see patches/README.md)."),
