@@ -25,7 +25,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(scenario: str, world: int, timeout: float = 90.0, env: dict | None = None) -> list[RankResult]:
+def launch(scenario: str, world: int, timeout: float = 90.0, env: dict | None = None,
+           script: str = WORKERS) -> list[RankResult]:
+    """Starts ``world`` ranks of ``script scenario``; waits for all, killing any left at the deadline."""
     port = free_port()
     procs = []
     for r in range(world):
@@ -36,7 +38,7 @@ def launch(scenario: str, world: int, timeout: float = 90.0, env: dict | None = 
             OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore",
         )
         e.update(env or {})
-        procs.append(subprocess.Popen([sys.executable, WORKERS, scenario], env=e, stdout=subprocess.PIPE,
+        procs.append(subprocess.Popen([sys.executable, script, scenario], env=e, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True))
     deadline = time.monotonic() + timeout
     results = []

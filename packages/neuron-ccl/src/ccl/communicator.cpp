@@ -666,19 +666,12 @@ class CommunicatorImpl {
     RemoteRef stage{};
     const size_t ring_slice = size_t(std::max<int64_t>(64, env_int("NEURON_CCL_RING_SLICE_BYTES")));
     if (algo == "ring" && !tcp_) stage = staging_ref(ring_staging_bytes(count, dt, size_, ring_slice), "ring");
-    if (algo == "rdouble" && !tcp_) {
-      if (!is_power_of_two(size_)) {
-        throw Error(Error::kInvalidArgument, "neuron_ccl: all_reduce: NEURON_CCL_ALGO forces rdouble (recursive "
-                                             "doubling), which needs a power-of-two rank count, not " +
-                                                 std::to_string(size_));
-      }
-      stage = staging_ref(recursive_doubling_staging_bytes(count, dt, size_), "rdouble");
-    }
-    if (algo == "rdouble" && tcp_ && !is_power_of_two(size_)) {
+    if (algo == "rdouble" && !is_power_of_two(size_)) {
       throw Error(Error::kInvalidArgument, "neuron_ccl: all_reduce: NEURON_CCL_ALGO forces rdouble (recursive "
                                            "doubling), which needs a power-of-two rank count, not " +
                                                std::to_string(size_));
     }
+    if (algo == "rdouble" && !tcp_) stage = staging_ref(recursive_doubling_staging_bytes(count, dt, size_), "rdouble");
     run(kOpAllReduce, dt, count, 0, red.op, "allreduce", bytes, algo, q, [&] {
       if (tcp_) {
         return tcp_ops_->all_reduce(wire(), static_cast<const char*>(LocalMemory::alias(send)),
