@@ -74,7 +74,8 @@ typedef enum nsimError {
   NSIM_ERROR_LAUNCH_FAILED = 10,    /* a launch failed (injected fault, or the host function reported failure) */
   NSIM_ERROR_DEVICE_LOST = 11,      /* the device is lost; every later call on it fails */
   NSIM_ERROR_TIMING_DISABLED = 12,  /* elapsed time asked of an event created without timing */
-  NSIM_ERROR_CONFIG = 13            /* invalid environment configuration (message names the variable) */
+  NSIM_ERROR_CONFIG = 13,           /* invalid environment configuration (message names the variable) */
+  NSIM_ERROR_FORKED_CHILD = 14      /* called in a child forked after nsimInit: device memory is the parent's */
 } nsimError;
 
 NSIM_API const char* nsimGetErrorName(nsimError err);
@@ -90,6 +91,12 @@ NSIM_API nsimError nsimInit(void);
 /* Frees every device allocation, queue and event. Init may be called again. */
 NSIM_API nsimError nsimShutdown(void);
 NSIM_API int nsimIsInitialized(void);
+/* 1 in a process forked from one that had initialised the runtime. Device memory is a shared
+ * mapping, so parent and child would hand out the same device addresses over the same pages:
+ * in such a child every call fails with NSIM_ERROR_FORKED_CHILD, except nsimFree (a no-op: the
+ * memory is the parent's) and nsimShutdown, after which nsimInit gives the child a private
+ * runtime of its own. */
+NSIM_API int nsimIsForkedChild(void);
 NSIM_API nsimError nsimGetDeviceCount(int* count);
 
 typedef struct nsimDeviceProperties {

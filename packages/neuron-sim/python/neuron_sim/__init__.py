@@ -30,6 +30,7 @@ from .envvars import EnvVar, env_registry, env_values
 from .errors import (
     ConfigError,
     DeviceLostError,
+    ForkedChildError,
     ErrorCode,
     InvalidCopyError,
     InvalidDeviceError,

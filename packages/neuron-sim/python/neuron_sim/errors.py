@@ -28,6 +28,7 @@ class ErrorCode(enum.IntEnum):
     DEVICE_LOST = 11
     TIMING_DISABLED = 12
     CONFIG = 13
+    FORKED_CHILD = 14
 
 
 class NeuronSimError(RuntimeError):
@@ -103,10 +104,17 @@ class ConfigError(NeuronSimError):
     code = ErrorCode.CONFIG
 
 
+class ForkedChildError(NeuronSimError):
+    """Device use in a child forked after the runtime initialised (device memory is the parent's)."""
+
+    code = ErrorCode.FORKED_CHILD
+
+
 _BY_CODE = {cls.code: cls for cls in (
     NotInitializedError, InvalidValueError, InvalidDeviceError, OutOfMemoryError,
     InvalidPointerError, InvalidCopyError, InvalidQueueError, InvalidEventError,
     NotReadyError, LaunchFailedError, DeviceLostError, TimingDisabledError, ConfigError,
+    ForkedChildError,
 )}
 
 

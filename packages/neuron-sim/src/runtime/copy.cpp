@@ -42,7 +42,7 @@ bool ranges_overlap(const void* a, const void* b, size_t size) {
 nsimError copy(const char* call, void* dst, const void* src, size_t size, nsimMemcpyKind kind,
                nsimQueue queue_handle, bool async) {
   Runtime* rt = runtime_or_error(call);
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   if (!dst || !src) {
     return set_error(NSIM_ERROR_INVALID_VALUE, "%s: %s is NULL", call, !dst ? "dst" : "src");
   }
@@ -129,7 +129,7 @@ nsimError copy(const char* call, void* dst, const void* src, size_t size, nsimMe
 nsimError fill(const char* call, void* ptr, int value, size_t size, nsimQueue queue_handle,
                bool async) {
   Runtime* rt = runtime_or_error(call);
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   std::shared_ptr<Queue> given;
   if (async) {
     given = queue_or_error(rt, call, queue_handle);

@@ -40,7 +40,7 @@ extern "C" {
 NSIM_API nsimError nsimModelCopyDuration(int device, nsimMemcpyKind kind, size_t bytes,
                                          double* duration_ns) {
   Runtime* rt = runtime_or_error("nsimModelCopyDuration");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   Device* d = device_or_error(rt, "nsimModelCopyDuration", device);
   if (!d) return NSIM_ERROR_INVALID_DEVICE;
   if (!duration_ns) {

@@ -8,7 +8,7 @@ extern "C" {
 
 NSIM_API nsimError nsimGetCounters(int device, nsimCounters* counters) {
   Runtime* rt = runtime_or_error("nsimGetCounters");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   Device* d = device_or_error(rt, "nsimGetCounters", device);
   if (!d) return NSIM_ERROR_INVALID_DEVICE;
   if (!counters) return set_error(NSIM_ERROR_INVALID_VALUE, "nsimGetCounters: counters is NULL");
@@ -34,7 +34,7 @@ NSIM_API nsimError nsimGetCounters(int device, nsimCounters* counters) {
 
 NSIM_API nsimError nsimResetPeakCounters(int device) {
   Runtime* rt = runtime_or_error("nsimResetPeakCounters");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   Device* d = device_or_error(rt, "nsimResetPeakCounters", device);
   if (!d) return NSIM_ERROR_INVALID_DEVICE;
   d->counters.peak_bytes_in_use.store(d->counters.bytes_in_use.load());

@@ -82,7 +82,7 @@ extern "C" {
 
 NSIM_API nsimError nsimMalloc(int device, size_t size, void** ptr) {
   Runtime* rt = runtime_or_error("nsimMalloc");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   Device* d = device_or_error(rt, "nsimMalloc", device);
   if (!d) return NSIM_ERROR_INVALID_DEVICE;
   nsimError err = check_device(d, "nsimMalloc");
@@ -110,8 +110,11 @@ NSIM_API nsimError nsimMalloc(int device, size_t size, void** ptr) {
 }
 
 NSIM_API nsimError nsimFree(void* ptr) {
+  // The allocation belongs to the parent of a forked child; releasing its pages here would
+  // zero the parent's data.
+  if (g_forked_child.load(std::memory_order_relaxed)) return NSIM_SUCCESS;
   Runtime* rt = runtime_or_error("nsimFree");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   if (!ptr) return NSIM_SUCCESS;
   uint64_t offset = 0;
   const int idx = device_of(address_view(), reinterpret_cast<uintptr_t>(ptr), &offset);
@@ -160,7 +163,7 @@ NSIM_API nsimError nsimFree(void* ptr) {
 
 NSIM_API nsimError nsimMemGetInfo(int device, size_t* free_bytes, size_t* total_bytes) {
   Runtime* rt = runtime_or_error("nsimMemGetInfo");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   Device* d = device_or_error(rt, "nsimMemGetInfo", device);
   if (!d) return NSIM_ERROR_INVALID_DEVICE;
   if (!free_bytes || !total_bytes) {
@@ -174,7 +177,7 @@ NSIM_API nsimError nsimMemGetInfo(int device, size_t* free_bytes, size_t* total_
 
 NSIM_API nsimError nsimPointerGetAttributes(const void* ptr, nsimPointerAttributes* attr) {
   Runtime* rt = runtime_or_error("nsimPointerGetAttributes");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   if (!attr) return set_error(NSIM_ERROR_INVALID_VALUE, "nsimPointerGetAttributes: attr is NULL");
   *attr = nsimPointerAttributes{NSIM_MEMORY_UNREGISTERED, -1, nullptr, 0};
   uint64_t offset = 0;
@@ -203,7 +206,7 @@ NSIM_API nsimError nsimPointerGetAttributes(const void* ptr, nsimPointerAttribut
 
 NSIM_API nsimError nsimDeviceToHost(const void* device_ptr, size_t size, void** host_alias) {
   Runtime* rt = runtime_or_error("nsimDeviceToHost");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   if (!host_alias) return set_error(NSIM_ERROR_INVALID_VALUE, "nsimDeviceToHost: host_alias is NULL");
   Device* d = nullptr;
   return resolve_device_range(rt, "nsimDeviceToHost", "device_ptr", device_ptr, size,

@@ -58,6 +58,7 @@ NSIM_API const char* nsimGetErrorName(nsimError err) {
     case NSIM_ERROR_DEVICE_LOST: return "NSIM_ERROR_DEVICE_LOST";
     case NSIM_ERROR_TIMING_DISABLED: return "NSIM_ERROR_TIMING_DISABLED";
     case NSIM_ERROR_CONFIG: return "NSIM_ERROR_CONFIG";
+    case NSIM_ERROR_FORKED_CHILD: return "NSIM_ERROR_FORKED_CHILD";
   }
   return "NSIM_ERROR_UNKNOWN";
 }

@@ -9,7 +9,7 @@ extern "C" {
 
 NSIM_API nsimError nsimEventCreate(int device, unsigned flags, nsimEvent* event) {
   Runtime* rt = runtime_or_error("nsimEventCreate");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   Device* d = device_or_error(rt, "nsimEventCreate", device);
   if (!d) return NSIM_ERROR_INVALID_DEVICE;
   if (!event) return set_error(NSIM_ERROR_INVALID_VALUE, "nsimEventCreate: event is NULL");
@@ -34,7 +34,7 @@ NSIM_API nsimError nsimEventCreate(int device, unsigned flags, nsimEvent* event)
 
 NSIM_API nsimError nsimEventDestroy(nsimEvent event) {
   Runtime* rt = runtime_or_error("nsimEventDestroy");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   std::shared_ptr<Event> e;
   {
     std::unique_lock<std::shared_mutex> lock(rt->handles.mu);
@@ -55,7 +55,7 @@ NSIM_API nsimError nsimEventDestroy(nsimEvent event) {
 
 NSIM_API nsimError nsimEventRecord(nsimEvent event, nsimQueue queue) {
   Runtime* rt = runtime_or_error("nsimEventRecord");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   std::shared_ptr<Event> e = event_or_error(rt, "nsimEventRecord", event);
   if (!e) return NSIM_ERROR_INVALID_EVENT;
   std::shared_ptr<Queue> q = queue_or_error(rt, "nsimEventRecord", queue);
@@ -78,7 +78,7 @@ NSIM_API nsimError nsimEventRecord(nsimEvent event, nsimQueue queue) {
 
 NSIM_API nsimError nsimEventQuery(nsimEvent event) {
   Runtime* rt = runtime_or_error("nsimEventQuery");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   std::shared_ptr<Event> e = event_or_error(rt, "nsimEventQuery", event);
   if (!e) return NSIM_ERROR_INVALID_EVENT;
   return check_device(e->device, "nsimEventQuery");
@@ -86,7 +86,7 @@ NSIM_API nsimError nsimEventQuery(nsimEvent event) {
 
 NSIM_API nsimError nsimEventSynchronize(nsimEvent event) {
   Runtime* rt = runtime_or_error("nsimEventSynchronize");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   std::shared_ptr<Event> e = event_or_error(rt, "nsimEventSynchronize", event);
   if (!e) return NSIM_ERROR_INVALID_EVENT;
   return check_device(e->device, "nsimEventSynchronize");
@@ -94,7 +94,7 @@ NSIM_API nsimError nsimEventSynchronize(nsimEvent event) {
 
 NSIM_API nsimError nsimEventGetTime(nsimEvent event, double* time_ns) {
   Runtime* rt = runtime_or_error("nsimEventGetTime");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   std::shared_ptr<Event> e = event_or_error(rt, "nsimEventGetTime", event);
   if (!e) return NSIM_ERROR_INVALID_EVENT;
   if (!time_ns) return set_error(NSIM_ERROR_INVALID_VALUE, "nsimEventGetTime: time_ns is NULL");
@@ -110,7 +110,7 @@ NSIM_API nsimError nsimEventGetTime(nsimEvent event, double* time_ns) {
 
 NSIM_API nsimError nsimEventElapsedTime(float* ms, nsimEvent start, nsimEvent end) {
   Runtime* rt = runtime_or_error("nsimEventElapsedTime");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   if (!ms) return set_error(NSIM_ERROR_INVALID_VALUE, "nsimEventElapsedTime: ms is NULL");
   std::shared_ptr<Event> s = event_or_error(rt, "nsimEventElapsedTime", start);
   if (!s) return NSIM_ERROR_INVALID_EVENT;

@@ -57,13 +57,13 @@ using namespace nsim;
 extern "C" {
 
 NSIM_API nsimError nsimFaultFailNthAlloc(uint64_t n) {
-  if (!runtime_or_error("nsimFaultFailNthAlloc")) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!runtime_or_error("nsimFaultFailNthAlloc")) return runtime_unavailable();
   g_alloc_countdown.store(n);
   return NSIM_SUCCESS;
 }
 
 NSIM_API nsimError nsimFaultFailKernel(const char* name, int count) {
-  if (!runtime_or_error("nsimFaultFailKernel")) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!runtime_or_error("nsimFaultFailKernel")) return runtime_unavailable();
   if (!name) return set_error(NSIM_ERROR_INVALID_VALUE, "nsimFaultFailKernel: name is NULL");
   const uint32_t id = intern_name(name);
   std::lock_guard<std::mutex> lock(g_kernel_mu);
@@ -79,7 +79,7 @@ NSIM_API nsimError nsimFaultFailKernel(const char* name, int count) {
 
 NSIM_API nsimError nsimFaultSetDeviceLost(int device) {
   Runtime* rt = runtime_or_error("nsimFaultSetDeviceLost");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   Device* d = device_or_error(rt, "nsimFaultSetDeviceLost", device);
   if (!d) return NSIM_ERROR_INVALID_DEVICE;
   d->lost.store(true);
@@ -87,7 +87,7 @@ NSIM_API nsimError nsimFaultSetDeviceLost(int device) {
 }
 
 NSIM_API nsimError nsimFaultClear(void) {
-  if (!runtime_or_error("nsimFaultClear")) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!runtime_or_error("nsimFaultClear")) return runtime_unavailable();
   clear_fault_injection();
   return NSIM_SUCCESS;
 }

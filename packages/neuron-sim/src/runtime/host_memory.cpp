@@ -62,7 +62,7 @@ using namespace nsim;
 extern "C" {
 
 NSIM_API nsimError nsimMallocHost(size_t size, void** ptr) {
-  if (!runtime_or_error("nsimMallocHost")) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!runtime_or_error("nsimMallocHost")) return runtime_unavailable();
   if (!ptr) return set_error(NSIM_ERROR_INVALID_VALUE, "nsimMallocHost: ptr is NULL");
   if (size == 0) {
     return set_error(NSIM_ERROR_INVALID_VALUE, "nsimMallocHost: size is 0; request at least 1 byte");
@@ -89,7 +89,8 @@ NSIM_API nsimError nsimMallocHost(size_t size, void** ptr) {
 }
 
 NSIM_API nsimError nsimFreeHost(void* ptr) {
-  if (!runtime_or_error("nsimFreeHost")) return NSIM_ERROR_NOT_INITIALIZED;
+  if (g_forked_child.load(std::memory_order_relaxed)) return NSIM_SUCCESS;  // see nsimFree
+  if (!runtime_or_error("nsimFreeHost")) return runtime_unavailable();
   if (!ptr) return NSIM_SUCCESS;
   size_t size = 0;
   {
@@ -120,7 +121,7 @@ NSIM_API nsimError nsimFreeHost(void* ptr) {
 }
 
 NSIM_API nsimError nsimGetHostCounters(uint64_t* live_allocations, uint64_t* bytes_in_use) {
-  if (!runtime_or_error("nsimGetHostCounters")) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!runtime_or_error("nsimGetHostCounters")) return runtime_unavailable();
   if (!live_allocations || !bytes_in_use) {
     return set_error(NSIM_ERROR_INVALID_VALUE, "nsimGetHostCounters: output pointers are NULL");
   }

@@ -14,7 +14,7 @@ extern "C" {
 NSIM_API nsimError nsimLaunch(nsimQueue queue, uint32_t name_id, nsimLaunchKind kind,
                               double duration_ns, nsimHostFn fn, void* user_data) {
   Runtime* rt = runtime_or_error("nsimLaunch");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   std::shared_ptr<Queue> q = queue_or_error(rt, "nsimLaunch", queue);
   if (!q) return NSIM_ERROR_INVALID_QUEUE;
   Device* d = q->device;

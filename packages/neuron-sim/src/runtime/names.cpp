@@ -46,7 +46,7 @@ const char* name_of(uint32_t id) {
 extern "C" {
 
 NSIM_API nsimError nsimRegisterName(const char* name, uint32_t* name_id) {
-  if (!nsim::runtime_or_error("nsimRegisterName")) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!nsim::runtime_or_error("nsimRegisterName")) return nsim::runtime_unavailable();
   if (!name || !name_id) {
     return nsim::set_error(NSIM_ERROR_INVALID_VALUE,
                            "nsimRegisterName: name and name_id must not be NULL");

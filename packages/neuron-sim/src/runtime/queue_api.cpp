@@ -14,7 +14,7 @@ constexpr int kGreatestPriority = -1;
 extern "C" {
 
 NSIM_API nsimError nsimQueueGetPriorityRange(int* least, int* greatest) {
-  if (!runtime_or_error("nsimQueueGetPriorityRange")) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!runtime_or_error("nsimQueueGetPriorityRange")) return runtime_unavailable();
   if (!least || !greatest) {
     return set_error(NSIM_ERROR_INVALID_VALUE, "nsimQueueGetPriorityRange: output pointers are NULL");
   }
@@ -25,7 +25,7 @@ NSIM_API nsimError nsimQueueGetPriorityRange(int* least, int* greatest) {
 
 NSIM_API nsimError nsimQueueCreate(int device, int priority, nsimQueue* queue) {
   Runtime* rt = runtime_or_error("nsimQueueCreate");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   Device* d = device_or_error(rt, "nsimQueueCreate", device);
   if (!d) return NSIM_ERROR_INVALID_DEVICE;
   nsimError err = check_device(d, "nsimQueueCreate");
@@ -54,7 +54,7 @@ NSIM_API nsimError nsimQueueCreate(int device, int priority, nsimQueue* queue) {
 
 NSIM_API nsimError nsimQueueDestroy(nsimQueue queue) {
   Runtime* rt = runtime_or_error("nsimQueueDestroy");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   std::shared_ptr<Queue> q = queue_or_error(rt, "nsimQueueDestroy", queue);
   if (!q) return NSIM_ERROR_INVALID_QUEUE;
   if (q->is_default) {
@@ -77,7 +77,7 @@ NSIM_API nsimError nsimQueueDestroy(nsimQueue queue) {
 
 NSIM_API nsimError nsimQueueGetDefault(int device, nsimQueue* queue) {
   Runtime* rt = runtime_or_error("nsimQueueGetDefault");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   Device* d = device_or_error(rt, "nsimQueueGetDefault", device);
   if (!d) return NSIM_ERROR_INVALID_DEVICE;
   if (!queue) return set_error(NSIM_ERROR_INVALID_VALUE, "nsimQueueGetDefault: queue is NULL");
@@ -87,7 +87,7 @@ NSIM_API nsimError nsimQueueGetDefault(int device, nsimQueue* queue) {
 
 NSIM_API nsimError nsimQueueGetInfo(nsimQueue queue, int* device, int* priority, uint64_t* id) {
   Runtime* rt = runtime_or_error("nsimQueueGetInfo");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   std::shared_ptr<Queue> q = queue_or_error(rt, "nsimQueueGetInfo", queue);
   if (!q) return NSIM_ERROR_INVALID_QUEUE;
   if (device) *device = q->device->index;
@@ -98,7 +98,7 @@ NSIM_API nsimError nsimQueueGetInfo(nsimQueue queue, int* device, int* priority,
 
 NSIM_API nsimError nsimQueueGetTime(nsimQueue queue, double* time_ns) {
   Runtime* rt = runtime_or_error("nsimQueueGetTime");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   std::shared_ptr<Queue> q = queue_or_error(rt, "nsimQueueGetTime", queue);
   if (!q) return NSIM_ERROR_INVALID_QUEUE;
   if (!time_ns) return set_error(NSIM_ERROR_INVALID_VALUE, "nsimQueueGetTime: time_ns is NULL");
@@ -110,7 +110,7 @@ NSIM_API nsimError nsimQueueGetTime(nsimQueue queue, double* time_ns) {
 // Work executes synchronously, so a valid queue on a live device is always idle.
 NSIM_API nsimError nsimQueueSynchronize(nsimQueue queue) {
   Runtime* rt = runtime_or_error("nsimQueueSynchronize");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   std::shared_ptr<Queue> q = queue_or_error(rt, "nsimQueueSynchronize", queue);
   if (!q) return NSIM_ERROR_INVALID_QUEUE;
   return check_device(q->device, "nsimQueueSynchronize");
@@ -118,7 +118,7 @@ NSIM_API nsimError nsimQueueSynchronize(nsimQueue queue) {
 
 NSIM_API nsimError nsimQueueQuery(nsimQueue queue) {
   Runtime* rt = runtime_or_error("nsimQueueQuery");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   std::shared_ptr<Queue> q = queue_or_error(rt, "nsimQueueQuery", queue);
   if (!q) return NSIM_ERROR_INVALID_QUEUE;
   return check_device(q->device, "nsimQueueQuery");
@@ -126,7 +126,7 @@ NSIM_API nsimError nsimQueueQuery(nsimQueue queue) {
 
 NSIM_API nsimError nsimQueueWaitEvent(nsimQueue queue, struct nsimEvent_st* event) {
   Runtime* rt = runtime_or_error("nsimQueueWaitEvent");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   std::shared_ptr<Queue> q = queue_or_error(rt, "nsimQueueWaitEvent", queue);
   if (!q) return NSIM_ERROR_INVALID_QUEUE;
   std::shared_ptr<Event> e = event_or_error(rt, "nsimQueueWaitEvent", event);
@@ -149,7 +149,7 @@ NSIM_API nsimError nsimQueueWaitEvent(nsimQueue queue, struct nsimEvent_st* even
 
 NSIM_API nsimError nsimDeviceSynchronize(int device) {
   Runtime* rt = runtime_or_error("nsimDeviceSynchronize");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   Device* d = device_or_error(rt, "nsimDeviceSynchronize", device);
   if (!d) return NSIM_ERROR_INVALID_DEVICE;
   return check_device(d, "nsimDeviceSynchronize");
@@ -157,7 +157,7 @@ NSIM_API nsimError nsimDeviceSynchronize(int device) {
 
 NSIM_API nsimError nsimDeviceGetTime(int device, double* time_ns) {
   Runtime* rt = runtime_or_error("nsimDeviceGetTime");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   Device* d = device_or_error(rt, "nsimDeviceGetTime", device);
   if (!d) return NSIM_ERROR_INVALID_DEVICE;
   if (!time_ns) return set_error(NSIM_ERROR_INVALID_VALUE, "nsimDeviceGetTime: time_ns is NULL");

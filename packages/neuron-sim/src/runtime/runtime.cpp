@@ -1,5 +1,8 @@
 #include "runtime.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -13,8 +16,16 @@
 namespace nsim {
 
 std::atomic<Runtime*> g_runtime{nullptr};
+std::atomic<bool> g_forked_child{false};
 
 namespace {
+
+// Process that initialised the live runtime (named in the forked child's errors).
+pid_t g_init_pid = 0;
+
+void mark_forked_child() {
+  if (g_runtime.load(std::memory_order_relaxed)) g_forked_child.store(true, std::memory_order_relaxed);
+}
 
 std::mutex g_init_mu;
 // First failing nsimInit's result, returned by later calls until nsimShutdown.
@@ -69,12 +80,27 @@ nsimError build_runtime(Runtime* rt, std::string* error) {
 }  // namespace
 
 Runtime* runtime_or_error(const char* call) {
+  if (__builtin_expect(!!(g_forked_child.load(std::memory_order_relaxed)), 0)) {
+    set_error(NSIM_ERROR_FORKED_CHILD,
+              "%s: this process (pid %d) was forked from process %d after that process had "
+              "initialised the neuron_sim runtime. Device memory is shared with the parent, so "
+              "the child must not use it: start child processes that use the device with the "
+              "'spawn' or 'forkserver' start method, or call nsimShutdown and then nsimInit in "
+              "the child for a private runtime",
+              call, static_cast<int>(getpid()), static_cast<int>(g_init_pid));
+    return nullptr;
+  }
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   if (!rt) {
     set_error(NSIM_ERROR_NOT_INITIALIZED, "%s: the runtime is not initialised; call nsimInit first",
               call);
   }
   return rt;
+}
+
+nsimError runtime_unavailable() {
+  return g_forked_child.load(std::memory_order_relaxed) ? NSIM_ERROR_FORKED_CHILD
+                                                        : NSIM_ERROR_NOT_INITIALIZED;
 }
 
 Device* device_or_error(Runtime* rt, const char* call, int device) {
@@ -156,6 +182,10 @@ extern "C" {
 
 NSIM_API nsimError nsimInit(void) {
   std::lock_guard<std::mutex> lock(g_init_mu);
+  if (g_forked_child.load()) {
+    runtime_or_error("nsimInit");
+    return NSIM_ERROR_FORKED_CHILD;
+  }
   if (g_runtime.load()) return NSIM_SUCCESS;
   if (g_init_error != NSIM_SUCCESS) {
     return set_error(g_init_error, "%s", g_init_message.c_str());
@@ -170,6 +200,12 @@ NSIM_API nsimError nsimInit(void) {
     return set_error(err, "%s", g_init_message.c_str());
   }
   g_runtime.store(rt.release(), std::memory_order_release);
+  g_init_pid = getpid();
+  static const bool fork_handler = [] {
+    pthread_atfork(nullptr, nullptr, &mark_forked_child);
+    return true;
+  }();
+  (void)fork_handler;
   install_fault_handler();
   return NSIM_SUCCESS;
 }
@@ -181,7 +217,10 @@ NSIM_API nsimError nsimShutdown(void) {
   Runtime* rt = g_runtime.exchange(nullptr);
   if (!rt) return NSIM_SUCCESS;
   uninstall_fault_handler();
+  // In a forked child this unmaps the parent's device memory from the child only (munmap and
+  // close; no page is released), after which the child may initialise a runtime of its own.
   rt->space.destroy();
+  g_forked_child.store(false);
   delete rt;
   release_all_host_memory();
   clear_fault_injection();
@@ -190,9 +229,11 @@ NSIM_API nsimError nsimShutdown(void) {
 
 NSIM_API int nsimIsInitialized(void) { return g_runtime.load() != nullptr; }
 
+NSIM_API int nsimIsForkedChild(void) { return g_forked_child.load() ? 1 : 0; }
+
 NSIM_API nsimError nsimGetDeviceCount(int* count) {
   Runtime* rt = runtime_or_error("nsimGetDeviceCount");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   if (!count) return set_error(NSIM_ERROR_INVALID_VALUE, "nsimGetDeviceCount: count is NULL");
   *count = static_cast<int>(rt->devices.size());
   return NSIM_SUCCESS;
@@ -200,7 +241,7 @@ NSIM_API nsimError nsimGetDeviceCount(int* count) {
 
 NSIM_API nsimError nsimGetDeviceProperties(int device, nsimDeviceProperties* props) {
   Runtime* rt = runtime_or_error("nsimGetDeviceProperties");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   Device* d = device_or_error(rt, "nsimGetDeviceProperties", device);
   if (!d) return NSIM_ERROR_INVALID_DEVICE;
   if (!props) return set_error(NSIM_ERROR_INVALID_VALUE, "nsimGetDeviceProperties: props is NULL");

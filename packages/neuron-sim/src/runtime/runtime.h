@@ -82,9 +82,13 @@ struct Runtime {
 };
 
 extern std::atomic<Runtime*> g_runtime;
+// Set in a child forked after nsimInit; see nsimIsForkedChild.
+extern std::atomic<bool> g_forked_child;
 
 // Each helper sets the thread's last error (naming `call`) and returns null on failure.
 Runtime* runtime_or_error(const char* call);
+// The code of runtime_or_error's failure: NSIM_ERROR_FORKED_CHILD or NSIM_ERROR_NOT_INITIALIZED.
+nsimError runtime_unavailable();
 Device* device_or_error(Runtime* rt, const char* call, int device);
 // NSIM_ERROR_DEVICE_LOST with a message when the device is marked lost, else success.
 nsimError check_device(const Device* d, const char* call);

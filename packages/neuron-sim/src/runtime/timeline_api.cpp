@@ -54,14 +54,14 @@ extern "C" {
 
 NSIM_API nsimError nsimTimelineSetEnabled(int enabled) {
   Runtime* rt = runtime_or_error("nsimTimelineSetEnabled");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   rt->timeline_enabled.store(enabled != 0);
   return NSIM_SUCCESS;
 }
 
 NSIM_API nsimError nsimTimelineGetCount(int device, size_t* count) {
   Runtime* rt = runtime_or_error("nsimTimelineGetCount");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   Device* d = device_or_error(rt, "nsimTimelineGetCount", device);
   if (!d) return NSIM_ERROR_INVALID_DEVICE;
   if (!count) return set_error(NSIM_ERROR_INVALID_VALUE, "nsimTimelineGetCount: count is NULL");
@@ -73,7 +73,7 @@ NSIM_API nsimError nsimTimelineGetCount(int device, size_t* count) {
 NSIM_API nsimError nsimTimelineGetRecords(int device, nsimTimelineRecord* out, size_t capacity,
                                           size_t* written) {
   Runtime* rt = runtime_or_error("nsimTimelineGetRecords");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   Device* d = device_or_error(rt, "nsimTimelineGetRecords", device);
   if (!d) return NSIM_ERROR_INVALID_DEVICE;
   if (!written || (!out && capacity)) {
@@ -88,7 +88,7 @@ NSIM_API nsimError nsimTimelineGetRecords(int device, nsimTimelineRecord* out, s
 
 NSIM_API nsimError nsimTimelineClear(int device) {
   Runtime* rt = runtime_or_error("nsimTimelineClear");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   if (device == -1) {
     for (auto& d : rt->devices) {
       std::lock_guard<std::mutex> lock(d->mu);
@@ -105,7 +105,7 @@ NSIM_API nsimError nsimTimelineClear(int device) {
 
 NSIM_API nsimError nsimTimelineExportChromeTrace(const char* path) {
   Runtime* rt = runtime_or_error("nsimTimelineExportChromeTrace");
-  if (!rt) return NSIM_ERROR_NOT_INITIALIZED;
+  if (!rt) return runtime_unavailable();
   if (!path) return set_error(NSIM_ERROR_INVALID_VALUE, "nsimTimelineExportChromeTrace: path is NULL");
   FILE* f = fopen(path, "w");
   if (!f) {

@@ -96,6 +96,8 @@ void install_host_allocation_redirect() {
 }
 
 HostScope::HostScope(c10::DeviceIndex device) : device_(device), prev_exec_device_(t_exec_device) {
+  // Host aliases reach device memory without a runtime call: a forked child stops here.
+  if (C10_UNLIKELY(in_bad_fork())) ensure_initialized();
   t_exec_device = device;
 }
 

@@ -5,8 +5,6 @@
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/extension.h>
 
-#include <pthread.h>
-
 #include "aten/HostExecution.h"
 #include "aten/OpAccounting.h"
 #include "runtime/NeuronGenerator.h"
@@ -18,7 +16,6 @@ namespace py = pybind11;
 namespace torch_neuron {
 namespace {
 
-bool g_in_bad_fork = false;
 py::object* g_py_estimator = nullptr;  // intentionally leaked: called until process exit
 py::object* g_py_executor = nullptr;   // likewise (device numerics)
 
@@ -103,13 +100,8 @@ PYBIND11_MODULE(_C, m) {
     install_host_allocation_redirect();
     set_main_thread();
     register_functional_host_kernels();
-    static bool registered = [] {
-      pthread_atfork(nullptr, nullptr, [] { g_in_bad_fork = true; });
-      return true;
-    }();
-    (void)registered;
   });
-  m.def("_is_in_bad_fork", [] { return g_in_bad_fork; });
+  m.def("_is_in_bad_fork", &in_bad_fork);
   m.def("device_count", [] { return static_cast<int>(device_count()); });
   m.def("current_device", [] { return static_cast<int>(current_device()); });
   m.def("set_device", [](int d) { set_current_device(static_cast<c10::DeviceIndex>(d)); });

@@ -357,7 +357,8 @@ DeviceCache& cache(c10::DeviceIndex d) {
 }
 
 void free_device_ptr(void* ptr) {
-  if (!ptr) return;
+  // In a forked child the block is the parent's: the child's copy of the cache stays as it is.
+  if (!ptr || C10_UNLIKELY(in_bad_fork())) return;
   // The address range says which device's cache owns the block (no runtime lock).
   const int device = nsimDeviceOfUnchecked(ptr);
   if (device >= 0 && device < static_cast<int>(caches().size()) && caches()[device]->free(ptr)) {

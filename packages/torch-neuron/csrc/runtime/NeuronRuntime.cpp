@@ -1,5 +1,8 @@
 #include "runtime/NeuronRuntime.h"
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <mutex>
 #include <vector>
@@ -14,8 +17,20 @@ std::string g_init_message;
 c10::DeviceIndex g_device_count = 0;
 std::vector<nsimDeviceProperties> g_props;
 thread_local c10::DeviceIndex t_current_device = 0;
+std::atomic<bool> g_in_bad_fork{false};
+pid_t g_init_pid = 0;
+
+// A child forked after initialisation inherits the device memory mapping and a copy of the
+// allocator: it would hand out the parent's addresses over the parent's pages. Clearing
+// g_init_done sends the child's next device use to the slow path, which refuses it.
+void on_fork_child() {
+  g_in_bad_fork.store(true, std::memory_order_relaxed);
+  g_init_done.store(false, std::memory_order_release);
+}
 
 void do_init() {
+  g_init_pid = getpid();
+  pthread_atfork(nullptr, nullptr, &on_fork_child);
   g_init_error = nsimInit();
   if (g_init_error != NSIM_SUCCESS) {
     g_init_message = nsimGetLastErrorMessage();
@@ -36,6 +51,16 @@ void do_init() {
 
 void ensure_initialized() {
   if (C10_LIKELY(g_init_done.load(std::memory_order_acquire) && g_init_error == NSIM_SUCCESS)) return;
+  if (C10_UNLIKELY(g_in_bad_fork.load(std::memory_order_relaxed))) {
+    TORCH_CHECK(false,
+                "Cannot re-initialize neuron in forked subprocess. To use neuron with "
+                "multiprocessing, you must use the 'spawn' start method "
+                "(multiprocessing.set_start_method('spawn'), or multiprocessing_context='spawn' "
+                "for a DataLoader whose workers use the device). This process (pid ", getpid(),
+                ") was forked from process ", g_init_pid,
+                " after the neuron backend initialised there (import torch loads it), and device "
+                "memory is shared with that process.");
+  }
   std::call_once(g_init_once, [] {
     do_init();
     g_init_done.store(true, std::memory_order_release);
@@ -44,7 +69,10 @@ void ensure_initialized() {
               "neuron: the simulated device failed to initialise: ", g_init_message);
 }
 
+bool in_bad_fork() noexcept { return g_in_bad_fork.load(std::memory_order_relaxed); }
+
 c10::DeviceIndex device_count() noexcept {
+  if (in_bad_fork()) return g_device_count;  // as torch.cuda in a bad fork: counting is harmless
   try {
     ensure_initialized();
   } catch (...) {
@@ -80,6 +108,7 @@ const nsimDeviceProperties& device_properties(c10::DeviceIndex index) {
 }
 
 void throw_nsim_error(nsimError err, const char* call) {
+  if (err == NSIM_ERROR_FORKED_CHILD) ensure_initialized();  // raises the bad-fork error
   std::string msg = nsimGetLastErrorMessage();
   if (msg.empty()) {
     msg = nsimGetErrorName(err);

@@ -11,8 +11,10 @@
 
 namespace torch_neuron {
 
-// Initialises neuron_sim on first use; throws with the runtime's message.
+// Initialises neuron_sim on first use; throws with the runtime's message, and in a child
+// forked after initialisation (which must not touch the parent's device memory).
 void ensure_initialized();
+bool in_bad_fork() noexcept;
 c10::DeviceIndex device_count() noexcept;
 c10::DeviceIndex current_device();
 void set_current_device(c10::DeviceIndex index);

@@ -51,7 +51,8 @@ def is_available() -> bool:
 
 
 def is_initialized() -> bool:
-    return True
+    # The backend initialises at import; a child forked after that may not use it (see _lazy_init).
+    return not _C._is_in_bad_fork()
 
 
 def init() -> None:
