@@ -361,6 +361,7 @@ def check_fsdp() -> None:
 def scenario_tensor_parallel() -> None:
     init()
     check_tensor_parallel()
+    check_dtensor_rng()
     dist.destroy_process_group()
     print("SCENARIO OK", flush=True)
 
@@ -370,6 +371,7 @@ def scenario_world4() -> None:
     init()
     check_collectives()
     check_tensor_parallel()
+    check_dtensor_rng()
     dist.barrier()
     dist.destroy_process_group()
     print("SCENARIO OK", flush=True)
@@ -417,6 +419,44 @@ def check_tensor_parallel() -> None:
         got = all_reduce(t, "sum", (mesh2, 1))
         row = [q for q in range(4) if q // 2 == RANK // 2]
         close(got, torch.full((2,), float(sum(row))), "2-D mesh tp-dim all_reduce")
+
+
+def check_dtensor_rng() -> None:
+    """Random init of FSDP2-sharded parameters (DTensor's default OffsetBasedRNGTracker over the
+    neuron generator's (seed, offset) state) equals the matching slice of the same init done
+    unsharded, and leaves the generator where the unsharded init leaves it."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.tensor import DTensor, Shard
+    d = dev()
+    mesh = init_device_mesh("neuron", (WORLD,))
+
+    def build():
+        return torch.nn.Sequential(torch.nn.Linear(16, 8 * WORLD), torch.nn.Linear(8 * WORLD, 4 * WORLD))
+
+    def init_params(model):
+        for p in model.parameters():
+            torch.nn.init.trunc_normal_(p, std=0.02)
+        torch.nn.init.normal_(model[0].weight)
+
+    torch.manual_seed(1234)
+    ref = build().to(d)
+    init_params(ref)
+    full = [p.detach().cpu() for p in ref.parameters()]
+    state_after = torch.neuron.get_rng_state()
+    with torch.device("meta"):
+        model = build()
+    fully_shard(model, mesh=mesh)
+    model.to_empty(device=d)
+    torch.manual_seed(1234)
+    init_params(model)
+    for (name, p), f in zip(model.named_parameters(), full):
+        assert isinstance(p, DTensor) and p.placements == (Shard(0),), (name, type(p))
+        local = p.to_local().detach().cpu()
+        rows = local.shape[0]
+        close(local, f[RANK * rows:(RANK + 1) * rows], f"FSDP2 random init of {name} vs unsharded slice")
+    assert torch.equal(torch.neuron.get_rng_state(), state_after), "sharded init left the generator elsewhere"
+    assert not torch.equal(full[0][:8], full[0][8:16]), "shards drew the same values"
 
 
 def scenario_checkpoint() -> None:

@@ -1,9 +1,15 @@
-"""0015 (F05): DTensor random ops on a neuron mesh, whose generator is not CUDA's philox.
+"""0015 (F05): DTensor random ops on a mesh whose device generator is not CUDA's philox.
 
-The neuron generator is a Mersenne Twister like the CPU's (a 5056-byte state). Vanilla
-DTensor always uses OffsetBasedRNGTracker, which reads that state as CUDA's 16-byte
-(seed, offset) pair: every random op on a neuron DTensor fails (``_PhiloxState.offset``
-raises a bare AssertionError). With the patch the tracker fits the generator.
+Vanilla DTensor always uses OffsetBasedRNGTracker, which reads the device generator's state
+as CUDA's 16-byte (seed, offset) pair: on a backend whose generator keeps any other state
+(a Mersenne Twister like the CPU's, say) every random op on a DTensor fails
+(``_PhiloxState.offset`` raises a bare AssertionError). With the patch the tracker fits the
+generator.
+
+The neuron generator itself keeps CUDA's layout, so DTensor works on it with vanilla torch
+(tests/distributed covers that). These proofs present neuron's state to torch in another
+layout -- a versioned 24-byte record, as a backend with a richer generator state would --
+through the device module's get/set_rng_state, which is all DTensor sees of a generator.
 """
 
 import os
@@ -14,6 +20,30 @@ import torch
 import torch.nn.functional as F
 
 pytestmark = pytest.mark.torch_patch("0015")
+
+_HEADER = torch.tensor([0x4E, 0x52, 0x4E, 0x47, 1, 0, 0, 0], dtype=torch.uint8)  # "NRNG", version 1
+
+
+def present_state_in_another_layout():
+    """Makes torch.neuron's RNG state a 24-byte record (header + seed + offset); returns an undo."""
+    neuron_mod = torch.neuron
+    get_one, set_one = neuron_mod.get_rng_state, neuron_mod.set_rng_state
+
+    def get_rng_state(device="neuron"):
+        return torch.cat([_HEADER, get_one(device)])
+
+    def set_rng_state(new_state, device="neuron"):
+        new_state = new_state.cpu()
+        if new_state.numel() != 24 or not torch.equal(new_state[:8], _HEADER):
+            raise ValueError(f"expected a 24-byte NRNG state record, got {new_state.numel()} bytes")
+        set_one(new_state[8:], device)
+
+    neuron_mod.get_rng_state, neuron_mod.set_rng_state = get_rng_state, set_rng_state
+
+    def undo():
+        neuron_mod.get_rng_state, neuron_mod.set_rng_state = get_one, set_one
+
+    return undo
 
 
 def _fresh_tracker():
@@ -34,6 +64,7 @@ def test_dropout_and_rand_on_single_rank_neuron_mesh(neuron, process_group):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import Shard, distribute_tensor
 
+    undo = present_state_in_another_layout()
     with process_group("neuron"):
         _fresh_tracker()
         try:
@@ -58,6 +89,7 @@ def test_dropout_and_rand_on_single_rank_neuron_mesh(neuron, process_group):
             assert torch.rand(4, device=neuron).cpu().unique().numel() == 4
         finally:
             _fresh_tracker()
+            undo()
 
 
 def test_dropout_streams_across_two_ranks(neuron):
@@ -76,6 +108,7 @@ def _two_ranks():
     from torch.distributed.tensor import Replicate, Shard
 
     rank, world = rank_env()
+    present_state_in_another_layout()
     torch.neuron.set_device(rank % torch.neuron.device_count())
     dist.init_process_group("neuron", timeout=datetime.timedelta(seconds=60))
     try:

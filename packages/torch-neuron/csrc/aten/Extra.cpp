@@ -7,7 +7,6 @@
 
 #include "aten/HostExecution.h"
 #include "aten/OpAccounting.h"
-#include "runtime/NeuronGenerator.h"
 
 namespace torch_neuron {
 namespace {
@@ -208,35 +207,9 @@ at::Tensor histc(const at::Tensor& self, int64_t bins, const at::Scalar& min, co
   return out;
 }
 
-// The CPU kernel draws from CPU's default generator (native_dropout takes no
-// generator argument); on neuron the mask comes from the device's generator.
-std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p,
-                                                  std::optional<bool> train) {
-  prepare("aten::native_dropout", input);
-  const c10::DeviceIndex device = input.device().index();
-  HostScope s(device);
-  at::Tensor in = s.alias(input);
-  at::Tensor out, mask;
-  if (input.numel() == 0 || !train.value_or(true)) {
-    out = in.clone();
-    mask = at::ones_like(in, in.options().dtype(at::kBool));
-  } else {
-    const double keep = 1.0 - p;
-    const double scale = keep == 0.0 ? 0.0 : 1.0 / keep;
-    mask = at::empty_like(in, in.options().dtype(at::kBool));
-    mask.bernoulli_(keep, engine_of(default_generator(device)));
-    out = in.mul(mask).mul_(scale);
-  }
-  auto r = std::make_tuple(s.result(out), s.result(mask));
-  account_host_kernel("aten::native_dropout", device, input.scalar_type(), 2.0 * double(input.numel()),
-                      bytes(input), bytes(input) + double(input.numel()));
-  return r;
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("native_dropout", TORCH_FN(native_dropout));
   m.impl("convolution_overrideable", TORCH_FN(convolution_overrideable));
   m.impl("convolution_backward_overrideable", TORCH_FN(convolution_backward_overrideable));
   m.impl("_thnn_fused_lstm_cell", TORCH_FN(fused_lstm_cell));

@@ -9,7 +9,6 @@
 
 #include "aten/OpAccounting.h"
 #include "runtime/NeuronAllocator.h"
-#include "runtime/NeuronGenerator.h"
 #include "runtime/NeuronRuntime.h"
 
 #include <cstring>
@@ -69,6 +68,11 @@ struct InterposingCPUAllocator final : public c10::Allocator {
 InterposingCPUAllocator g_interposer;
 
 bool is_neuron(const at::Tensor& t) { return t.defined() && t.device().type() == kNeuron; }
+
+bool is_optional_generator(const c10::TypePtr& ty) {
+  return ty->kind() == c10::TypeKind::OptionalType &&
+         ty->castRaw<c10::OptionalType>()->getElementType()->kind() == c10::TypeKind::GeneratorType;
+}
 
 c10::ScalarType first_dtype(c10::ScalarType cur, const at::Tensor& t) {
   return cur == c10::ScalarType::Undefined ? t.scalar_type() : cur;
@@ -352,15 +356,11 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       v = std::move(out);
     } else if (v.isDevice()) {
       if (v.toDevice().type() == kNeuron) v = c10::Device(c10::DeviceType::CPU);
-    } else if (v.isGenerator()) {
-      const at::Generator& g = v.toGenerator();
-      if (g.defined() && g.device().type() == kNeuron) v = engine_of(g);
-    } else if (v.isNone()) {
-      const auto& ty = args[i].type();
-      if (ty->kind() == c10::TypeKind::OptionalType &&
-          ty->castRaw<c10::OptionalType>()->getElementType()->kind() == c10::TypeKind::GeneratorType) {
-        v = engine_of(default_generator(device));
-      }
+    } else if (v.isGenerator() || (v.isNone() && is_optional_generator(args[i].type()))) {
+      // A CPU kernel would draw from a CPU generator: values would not follow the neuron
+      // generator's (seed, offset) counters. Every random op has a kernel in RandomKernels.cpp.
+      TORCH_CHECK_NOT_IMPLEMENTED(false, "neuron: ", info.name,
+                                  " draws random numbers and has no neuron random kernel");
     }
   }
 
