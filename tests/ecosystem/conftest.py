@@ -23,7 +23,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError(f"{e}: tests/ecosystem needs its clients; run `make install` "
                       "(it installs tests/ecosystem/requirements.txt into .venv)") from e
 
-import torch_neuron  # noqa: E402
+import torch_neuron
 
 REPORT = Path(__file__).resolve().parents[2] / "build" / "ecosystem" / "fallback_ops.json"
 _fallbacks: dict[str, list[str]] = {}

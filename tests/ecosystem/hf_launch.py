@@ -47,7 +47,7 @@ def run_trainer(launcher: str, kind: str, out_dir: Path, nproc: int = 2, timeout
     cmd += [str(WORKER), kind, str(out_dir)]
     try:
         p = subprocess.run(cmd, env=_env(out_dir / "hf_home"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, timeout=timeout)
+                           text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         raise AssertionError(f"{launcher} run of {kind} did not finish in {timeout} s:\n{out[-8000:]}") from None

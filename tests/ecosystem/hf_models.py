@@ -52,12 +52,11 @@ TRAIN_STEPS = 4
 
 def trainer_arguments(output_dir: str, world_size: int, **overrides):
     from transformers import TrainingArguments
-    kwargs = dict(
-        output_dir=output_dir, per_device_train_batch_size=GLOBAL_BATCH // world_size, max_steps=TRAIN_STEPS,
-        learning_rate=3e-3, logging_steps=1, seed=0, report_to="none", save_strategy="no",
-        dataloader_num_workers=0, disable_tqdm=True)
-    kwargs.update(overrides)
-    return TrainingArguments(**kwargs)
+    kwargs = {
+        "output_dir": output_dir, "per_device_train_batch_size": GLOBAL_BATCH // world_size,
+        "max_steps": TRAIN_STEPS, "learning_rate": 3e-3, "logging_steps": 1, "seed": 0, "report_to": "none",
+        "save_strategy": "no", "dataloader_num_workers": 0, "disable_tqdm": True}
+    return TrainingArguments(**{**kwargs, **overrides})
 
 
 def train(kind: str, args):

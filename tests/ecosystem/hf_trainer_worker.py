@@ -11,10 +11,9 @@ import json
 import os
 import sys
 
+import hf_models
 import torch
 import torch.distributed as dist
-
-import hf_models
 
 
 def main(kind: str, out_dir: str) -> None:

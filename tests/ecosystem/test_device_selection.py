@@ -6,7 +6,10 @@ import torch
 
 def test_detection_predicates_of_both_libraries():
     from accelerate.utils import is_neuron_available
-    from transformers.utils import is_torch_neuron_available, is_torch_neuroncore_available
+    from transformers.utils import (
+        is_torch_neuron_available,
+        is_torch_neuroncore_available,
+    )
 
     assert is_torch_neuron_available() and is_torch_neuron_available(check_device=True)
     assert is_neuron_available() and is_neuron_available(check_device=True)

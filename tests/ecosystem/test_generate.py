@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import copy
 
+import hf_models
 import pytest
 import torch
-
-import hf_models
 import torch_neuron
 
 PROMPT_LEN = 6

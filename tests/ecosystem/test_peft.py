@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import copy
 
-import torch
-
 import hf_models
+import torch
 import torch_neuron
 
 STEPS = 5

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import copy
 
-import pytest
-import torch
-
 import hf_launch
 import hf_models
+import pytest
+import torch
 import torch_neuron
+from transformers import Trainer
 
 LOSS_RTOL = 1e-4
 
@@ -25,10 +25,10 @@ def _assert_logged_close(actual: dict, expected: dict, what):
 
 def _assert_params_close(actual: dict, expected: dict, what):
     assert actual.keys() == expected.keys(), what
-    for name in expected:
+    for name, value in expected.items():
         # Adam divides by sqrt(v): where a gradient is ~0, rounding-level differences move a
         # weight by up to the learning rate, hence an absolute tolerance well below it (3e-3).
-        torch.testing.assert_close(actual[name], expected[name], rtol=1e-4, atol=1e-5,
+        torch.testing.assert_close(actual[name], value, rtol=1e-4, atol=1e-5,
                                    msg=lambda m, name=name: f"{what}, {name}: {m}")
 
 
@@ -45,12 +45,12 @@ class SingleProcessRuns:
             args = hf_models.trainer_arguments(str(self.root / f"{kind}-{device}"), 1, use_cpu=device == "cpu")
             trainer, logged = hf_models.train(kind, args)
             model = trainer.accelerator.unwrap_model(trainer.model)
-            self.runs[kind, device] = dict(
-                device=args.device, logged=logged,
-                params={k: v.detach().cpu() for k, v in model.state_dict().items()},
-                parameter_devices={str(p.device) for p in model.parameters()},
-                executed=torch_neuron.get_executed_ops(), fallbacks=set(torch_neuron.get_fallback_ops()),
-                tied=model.get_output_embeddings().weight is model.get_input_embeddings().weight)
+            self.runs[kind, device] = {
+                "device": args.device, "logged": logged,
+                "params": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+                "parameter_devices": {str(p.device) for p in model.parameters()},
+                "executed": torch_neuron.get_executed_ops(), "fallbacks": set(torch_neuron.get_fallback_ops()),
+                "tied": model.get_output_embeddings().weight is model.get_input_embeddings().weight}
         return copy.copy(self.runs[kind, device])
 
 
@@ -71,6 +71,23 @@ def test_trainer_on_neuron_matches_cpu(kind, single_process, fallback_ops):
     assert cpu["logged"]["loss"][-1] < cpu["logged"]["loss"][0]
     _assert_logged_close(neuron["logged"], cpu["logged"], f"{kind} Trainer, neuron vs cpu")
     _assert_params_close(neuron["params"], cpu["params"], f"{kind} trained weights, neuron vs cpu")
+
+
+def test_trainer_bf16_mixed_precision_matches_cpu(tmp_path):
+    # accelerate's autocast(device_type="neuron"): neuron follows CUDA's cast lists, CPU its own,
+    # hence bf16-level tolerances.
+    runs = {}
+    for device in ("cpu", "neuron"):
+        args = hf_models.trainer_arguments(str(tmp_path / device), 1, use_cpu=device == "cpu", bf16=True)
+        trainer = Trainer(model=hf_models.tiny_model("llama").train(), args=args,
+                          train_dataset=hf_models.ArithmeticSequences(hf_models.GLOBAL_BATCH * hf_models.TRAIN_STEPS))
+        dtypes = set()
+        trainer.model.model.layers[0].self_attn.q_proj.register_forward_hook(lambda m, i, o, seen=dtypes: seen.add(o.dtype))
+        trainer.train()
+        assert trainer.accelerator.mixed_precision == "bf16" and dtypes == {torch.bfloat16}, (device, dtypes)
+        runs[device] = [e["loss"] for e in trainer.state.log_history if "loss" in e]
+    assert args.device == torch.device("neuron", 0)
+    torch.testing.assert_close(torch.tensor(runs["neuron"]), torch.tensor(runs["cpu"]), rtol=1e-2, atol=0)
 
 
 def _check_two_process_run(reports, reference, what):

@@ -16,7 +16,7 @@ del _problem
 
 __version__ = "0.1.0"
 
-import torch_neuron as _backend  # noqa: E402
+import torch_neuron as _backend
 
 # One name per row of TorchNeuron's top-level API (streams, device, memory, op tracking, NKI);
 # each is torch_neuron's own object, so both imports see the same state.

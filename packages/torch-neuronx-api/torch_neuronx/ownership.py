@@ -8,9 +8,9 @@ a message when AWS's distribution is present), and ``torch_neuronx`` runs it on 
 """
 from __future__ import annotations
 
-import importlib.metadata as metadata
 import json
 import sys
+from importlib import metadata
 from pathlib import Path
 
 DISTRIBUTION = "torch-neuronx-api"
