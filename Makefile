@@ -24,7 +24,8 @@ pkg_files = $(shell find packages/$(1) -type f -not -path '*/build/*' -not -path
 .PHONY: install test demo bench test-upstream lint patched-torch clean help test-cpp
 
 help:
-	@echo "make install        create $(VENV), install torch==2.13.0 and every package ($(PRESENT))"
+	@echo "make install        create $(VENV), install torch==2.13.0, every package ($(PRESENT)) and $(ECOSYSTEM_REQUIREMENTS)"
+	@echo "                    (TORCH_NEURONX_API=0 leaves out torch-neuronx-api, e.g. to keep AWS's torch-neuronx)"
 	@echo "make test           install when needed, run every package's tests and tests/"
 	@echo "make demo           the main job: train a small GPT on 'neuron' and on CPU, side by side"
 	@echo "make bench          benchmarks (ratios against a baseline measured in the same run)"
@@ -59,7 +60,7 @@ check-torch-neuronx: $(STAMPS)/venv
 $(STAMPS)/torch-neuronx-api: | check-torch-neuronx
 
 # The venv's own pip with torch pinned in the file: the clients must not bring another torch.
-$(STAMPS)/ecosystem: $(STAMPS)/venv $(ECOSYSTEM_REQUIREMENTS)
+$(STAMPS)/ecosystem: $(STAMPS)/venv $(ECOSYSTEM_REQUIREMENTS) | $(foreach p,$(PRESENT),$(STAMPS)/$(p))
 	@echo "== installing $(ECOSYSTEM_REQUIREMENTS)"
 	$(PIP) install -r $(ECOSYSTEM_REQUIREMENTS)
 	@$(PY) -c "import importlib.metadata as m, sys; v = m.version('torch'); \
