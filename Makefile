@@ -6,8 +6,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 STAMPS := .stamps
+# TORCH_NEURONX_API=0 leaves out torch-neuronx-api (the `torch_neuronx` module through which
+# transformers/accelerate find device neuron), e.g. to keep AWS's torch-neuronx in the venv.
+TORCH_NEURONX_API ?= 1
 # Dependency order (see WORKSPACE.md).
-PACKAGES := neuron-sim neuron-kernels neuron-ccl torch-neuron
+PACKAGES := neuron-sim neuron-kernels neuron-ccl torch-neuron $(if $(filter 1,$(TORCH_NEURONX_API)),torch-neuronx-api)
+# Client libraries of tests/ecosystem (transformers, accelerate, peft, ...), pinned in one file.
+ECOSYSTEM_REQUIREMENTS := tests/ecosystem/requirements.txt
+TORCH_VERSION := 2.13.0
 PRESENT := $(foreach p,$(PACKAGES),$(if $(wildcard packages/$(p)/pyproject.toml),$(p)))
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 JOBS ?= 2
@@ -18,7 +24,8 @@ pkg_files = $(shell find packages/$(1) -type f -not -path '*/build/*' -not -path
 .PHONY: install test demo bench test-upstream lint patched-torch clean help test-cpp
 
 help:
-	@echo "make install        create $(VENV), install torch==2.13.0 and every package ($(PRESENT))"
+	@echo "make install        create $(VENV), install torch==2.13.0, every package ($(PRESENT)) and $(ECOSYSTEM_REQUIREMENTS)"
+	@echo "                    (TORCH_NEURONX_API=0 leaves out torch-neuronx-api, e.g. to keep AWS's torch-neuronx)"
 	@echo "make test           install when needed, run every package's tests and tests/"
 	@echo "make demo           the main job: train a small GPT on 'neuron' and on CPU, side by side"
 	@echo "make bench          benchmarks (ratios against a baseline measured in the same run)"
@@ -29,7 +36,7 @@ help:
 $(STAMPS)/venv:
 	@mkdir -p $(STAMPS)
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install torch==2.13.0
+	$(PIP) install torch==$(TORCH_VERSION)
 	$(PIP) install -r ci/requirements-dev.txt
 	@touch $@
 
@@ -43,8 +50,25 @@ $(eval $(call PACKAGE_RULE,neuron-sim,))
 $(eval $(call PACKAGE_RULE,neuron-kernels,neuron-sim))
 $(eval $(call PACKAGE_RULE,neuron-ccl,neuron-sim))
 $(eval $(call PACKAGE_RULE,torch-neuron,$(filter neuron-sim neuron-kernels neuron-ccl,$(PRESENT))))
+$(eval $(call PACKAGE_RULE,torch-neuronx-api,torch-neuron))
 
-install: $(foreach p,$(PRESENT),$(STAMPS)/$(p))
+# AWS's torch-neuronx ships the same top-level package `torch_neuronx`: stop before either
+# overwrites the other's files. Runs on every install (the stamp would hide a later install of AWS's).
+.PHONY: check-torch-neuronx
+check-torch-neuronx: $(STAMPS)/venv
+	@$(PY) packages/torch-neuronx-api/torch_neuronx/ownership.py
+$(STAMPS)/torch-neuronx-api: | check-torch-neuronx
+
+# The venv's own pip with torch pinned in the file: the clients must not bring another torch.
+$(STAMPS)/ecosystem: $(STAMPS)/venv $(ECOSYSTEM_REQUIREMENTS) | $(foreach p,$(PRESENT),$(STAMPS)/$(p))
+	@echo "== installing $(ECOSYSTEM_REQUIREMENTS)"
+	$(PIP) install -r $(ECOSYSTEM_REQUIREMENTS)
+	@$(PY) -c "import importlib.metadata as m, sys; v = m.version('torch'); \
+	  sys.exit(0 if v.split('+')[0] == '$(TORCH_VERSION)' else f'torch {v} replaced torch==$(TORCH_VERSION): reinstall it')"
+	@touch $@
+
+install: $(if $(filter torch-neuronx-api,$(PRESENT)),check-torch-neuronx) $(foreach p,$(PRESENT),$(STAMPS)/$(p)) \
+         $(if $(wildcard $(ECOSYSTEM_REQUIREMENTS)),$(STAMPS)/ecosystem)
 
 test-cpp: install
 	@for p in $(PRESENT); do \
