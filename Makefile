@@ -44,7 +44,12 @@ $(eval $(call PACKAGE_RULE,neuron-kernels,neuron-sim))
 $(eval $(call PACKAGE_RULE,neuron-ccl,neuron-sim))
 $(eval $(call PACKAGE_RULE,torch-neuron,$(filter neuron-sim neuron-kernels neuron-ccl,$(PRESENT))))
 
-install: $(foreach p,$(PRESENT),$(STAMPS)/$(p))
+# Libraries tests/ecosystem runs; a stamp of their own so a change rebuilds no package.
+$(STAMPS)/ecosystem: $(STAMPS)/venv ci/requirements-ecosystem.txt
+	$(PIP) install -r ci/requirements-ecosystem.txt torch==2.13.0
+	@touch $@
+
+install: $(foreach p,$(PRESENT),$(STAMPS)/$(p)) $(STAMPS)/ecosystem
 
 test-cpp: install
 	@for p in $(PRESENT); do \
