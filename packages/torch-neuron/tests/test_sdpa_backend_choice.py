@@ -37,6 +37,7 @@ class Case:
     mask: tuple = None
     mask_dtype: torch.dtype = None
     dtype: torch.dtype = torch.float32
+    k_dtype: torch.dtype = None    # defaults to dtype
     qkv_grad: bool = False
     mask_grad: bool = False
     grad_mode: bool = True
@@ -61,6 +62,9 @@ CASES = [
     Case("mask_2d", (B, H, L, E), (B, H, S, E), mask=(L, S), expect="fused"),
     Case("mask_4d", (B, H, L, E), (B, H, S, E), mask=(B, H, L, S), qkv_grad=True, expect="fused"),
     Case("mask_4d_broadcast", (B, H, L, E), (B, H, S, E), mask=(1, H, 1, S), qkv_grad=True, expect="fused"),
+    Case("mask_2d_query_broadcast", (B, H, L, E), (B, H, S, E), mask=(1, S), qkv_grad=True, expect="fused"),
+    Case("mask_4d_batch_broadcast", (B, H, L, E), (B, H, S, E), mask=(B, 1, L, S), qkv_grad=True,
+         expect="fused"),
     Case("mask_3d", (B, H, L, E), (B, H, S, E), mask=(1, L, S), qkv_grad=True, expect="math"),
     Case("mask_bool", (B, H, L, E), (B, H, S, E), mask=(L, S), mask_dtype=torch.bool, qkv_grad=True,
          expect="fused"),
@@ -78,7 +82,11 @@ CASES = [
     Case("bfloat16", (B, H, L, E), dtype=torch.bfloat16, qkv_grad=True, expect="fused"),
     Case("float16", (B, H, L, E), dtype=torch.float16, qkv_grad=True, expect="fused"),
     Case("float_mask_float64_inputs", (B, H, L, E), mask=(L, L), mask_dtype=torch.float32,
-         dtype=torch.float64, qkv_grad=True),
+         dtype=torch.float64, qkv_grad=True, expect="fused"),
+    Case("float16_mask_float32_inputs", (B, H, L, E), mask=(L, L), mask_dtype=torch.float16,
+         expect="fused"),
+    Case("dtypes_differ", (B, H, L, E), qkv_grad=True, k_dtype=torch.float64, expect="math"),
+    Case("integer_inputs", (B, H, L, E), dtype=torch.int64, expect="math"),
     Case("value_head_dim_differs", (B, H, L, E), (B, H, S, E), (B, H, S, 6), qkv_grad=True, expect="math"),
     Case("gqa", (B, 6, L, E), (B, 2, S, E), qkv_grad=True, enable_gqa=True, expect="fused"),
     Case("gqa_mask", (B, 6, L, E), (B, 2, S, E), mask=(L, S), qkv_grad=True, enable_gqa=True,
@@ -86,11 +94,12 @@ CASES = [
     Case("heads_differ_without_gqa", (B, 6, L, E), (B, 2, S, E), qkv_grad=True, expect="math"),
     Case("is_causal", (B, H, L, E), qkv_grad=True, is_causal=True, expect="fused"),
     Case("is_causal_cross", (B, H, L, E), (B, H, S, E), qkv_grad=True, is_causal=True, expect="fused"),
-    Case("is_causal_with_mask", (B, H, L, E), mask=(L, L), qkv_grad=True, is_causal=True),
+    Case("is_causal_with_mask", (B, H, L, E), mask=(L, L), qkv_grad=True, is_causal=True,
+         expect="fused"),
     Case("rank_2", (L, E), (S, E), qkv_grad=True, expect="math"),
     Case("rank_3", (H, L, E), (H, S, E), qkv_grad=True, expect="math"),
     Case("rank_5", (2, B, H, L, E), (2, B, H, S, E), qkv_grad=True, expect="math"),
-    Case("ranks_differ", (B, H, L, E), (H, S, E), qkv_grad=True),
+    Case("ranks_differ", (B, H, L, E), (H, S, E), qkv_grad=True, expect="math"),
     Case("batch_broadcast", (B, H, L, E), (1, H, S, E), qkv_grad=True, expect="math"),
     Case("zero_query_length", (B, H, 0, E), (B, H, S, E), qkv_grad=True, expect="math"),
     Case("zero_key_length", (B, H, L, E), (B, H, 0, E), expect="math"),
@@ -102,6 +111,9 @@ CASES = [
     Case("sdpa_kernel_math", (B, H, L, E), qkv_grad=True, backends=[SDPBackend.MATH], expect="math"),
     Case("sdpa_kernel_flash", (B, H, L, E), qkv_grad=True, backends=[SDPBackend.FLASH_ATTENTION],
          expect="fused"),
+    Case("sdpa_kernel_flash_with_dropout", (B, H, L, E), dropout_p=0.25,
+         backends=[SDPBackend.FLASH_ATTENTION]),
+    Case("sdpa_kernel_overrideable_only", (B, H, L, E), backends=[SDPBackend.OVERRIDEABLE]),
     Case("sdpa_kernel_efficient_only", (B, H, L, E), backends=[SDPBackend.EFFICIENT_ATTENTION]),
 ]
 
@@ -112,7 +124,7 @@ def _tensor(shape, dtype, gen, not_contiguous_last):
         t = torch.randn(*shape[:-2], shape[-1], shape[-2], generator=gen).transpose(-1, -2)
     else:
         t = torch.randn(*shape, generator=gen)
-    return t.to(dtype)
+    return t.to(dtype) if dtype.is_floating_point else t.mul(4).to(dtype)
 
 
 def _head_major(shape, gen, dtype):
@@ -130,7 +142,8 @@ def _inputs(case):
         if "bhle" in case.transpose_last:
             tensors[name] = _head_major(shape, gen, case.dtype)
         else:
-            tensors[name] = _tensor(shape, case.dtype, gen, name in case.transpose_last)
+            dtype = case.k_dtype if name == "k" and case.k_dtype else case.dtype
+            tensors[name] = _tensor(shape, dtype, gen, name in case.transpose_last)
     if case.mask is not None:
         mdtype = case.mask_dtype or case.dtype
         if mdtype == torch.bool:
