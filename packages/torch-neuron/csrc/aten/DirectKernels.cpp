@@ -265,7 +265,8 @@ int64_t choose_sdp_backend(const at::Tensor& q, const at::Tensor& k, const at::T
   // tensors take when their ragged dim is the sequence), which neuron has no kernels for.
   const bool mask_nested = mask.has_value() && mask->defined() && mask->is_nested();
   auto kind = [](const at::Tensor& t) {
-    return !t.is_nested() ? "dense" : t.layout() == c10::kStrided ? "nested (torch.strided)" : "nested (torch.jagged)";
+    if (!t.is_nested()) return "dense";
+    return t.layout() == c10::kStrided ? "nested (torch.strided)" : "nested (torch.jagged)";
   };
   TORCH_CHECK_NOT_IMPLEMENTED(
       !q.is_nested() && !k.is_nested() && !v.is_nested() && !mask_nested,
