@@ -52,6 +52,20 @@ def test_fused_attention_causal_with_constant_mask():
     _gradcheck_both(fn_for, [(1, 2, 3, 4)] * 3, [SDPA_FWD, SDPA_BWD])
 
 
+def test_fused_attention_grouped_query_heads():
+    _gradcheck_both(lambda dev: (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)),
+                    [(1, 4, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4)], [SDPA_FWD, SDPA_BWD])
+
+
+def test_attention_with_a_mask_that_requires_grad():
+    # CPU's rules send this to the math path, so the fused kernel must not run on neuron.
+    def fn_for(dev):
+        return lambda q, k, v, bias: F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+    shapes = [(1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4), (1, 2, 3, 5)]
+    _gradcheck_both(fn_for, shapes, [])
+    assert SDPA_FWD not in torch_neuron.get_executed_ops()
+
+
 def _module_fn(make, dev):
     torch.manual_seed(0)
     module = make().double().to(dev)
