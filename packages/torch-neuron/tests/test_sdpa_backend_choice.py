@@ -158,7 +158,7 @@ def _inputs(case):
 def _to(tensors, device, case):
     out = {}
     for name, t in tensors.items():
-        d = t.to(device)  # keeps the view's strides on neuron as on CPU
+        d = t.to(device, copy=True)  # a leaf of its own, with the view's strides where it can
         if d.stride() != t.stride():
             d = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=device).copy_(t)
         wants_grad = case.mask_grad if name == "mask" else case.qkv_grad
