@@ -261,11 +261,33 @@ at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at
 int64_t choose_sdp_backend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            const std::optional<at::Tensor>& mask, double dropout_p, bool is_causal,
                            std::optional<double> scale, bool enable_gqa) {
+  // Nested inputs need strided nested tensors on the device (the math path, and the path jagged
+  // tensors take when their ragged dim is the sequence), which neuron has no kernels for.
+  const bool mask_nested = mask.has_value() && mask->defined() && mask->is_nested();
+  auto kind = [](const at::Tensor& t) {
+    if (!t.is_nested()) return "dense";
+    return t.layout() == c10::kStrided ? "nested (torch.strided)" : "nested (torch.jagged)";
+  };
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      !q.is_nested() && !k.is_nested() && !v.is_nested() && !mask_nested,
+      "scaled_dot_product_attention on ", q.device(), " does not support nested tensors (query: ", kind(q),
+      ", key: ", kind(k), ", value: ", kind(v), mask.has_value() && mask->defined() ? ", attn_mask: " : "",
+      mask.has_value() && mask->defined() ? kind(*mask) : "",
+      "): neuron has no strided nested tensor kernels, and jagged tensors whose ragged dim is the "
+      "sequence dim need them. Pass padded dense tensors with an attn_mask instead "
+      "(torch.nested.to_padded_tensor)");
   HostScope scope(q.device().index());
+  // CPU's rules read requires_grad (a mask that requires grad rules its fused kernel out,
+  // which has no mask gradient), so the aliases carry it.
+  auto host = [&scope](const at::Tensor& t) {
+    at::Tensor h = scope.alias(t);
+    if (t.requires_grad() && !h.requires_grad()) h.set_requires_grad(true);
+    return h;
+  };
   std::optional<at::Tensor> hmask;
-  if (mask.has_value() && mask->defined()) hmask = scope.alias(*mask);
-  const int64_t cpu_choice = at::cpu::_fused_sdp_choice(scope.alias(q), scope.alias(k), scope.alias(v), hmask,
-                                                        dropout_p, is_causal, scale, enable_gqa);
+  if (mask.has_value() && mask->defined()) hmask = host(*mask);
+  const int64_t cpu_choice =
+      at::cpu::_fused_sdp_choice(host(q), host(k), host(v), hmask, dropout_p, is_causal, scale, enable_gqa);
   return cpu_choice == static_cast<int64_t>(at::SDPBackend::flash_attention)
              ? static_cast<int64_t>(at::SDPBackend::overrideable)
              : static_cast<int64_t>(at::SDPBackend::math);
@@ -318,6 +340,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
     c10::SymInt max_k, double dropout_p, bool is_causal, const at::Tensor& philox_seed,
     const at::Tensor& philox_offset, std::optional<double> scale) {
   NEURON_OP_INFO("aten::_scaled_dot_product_fused_attention_overrideable_backward");
+  // Autograd passes an undefined gradient when the output's gradient is known to be zero.
+  if (!grad_out.defined()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   TORCH_CHECK(!(grad_input_mask[3] && attn_bias.defined()), "neuron: ", info.name,
               " computes no gradient for attn_mask; a mask that requires grad needs the math path "
               "(torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH))");
@@ -353,6 +377,9 @@ REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &torch_neuron::choose_sdp_
 namespace torch_neuron {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  // torch._fused_sdp_choice on neuron answers with the backend neuron's SDPA takes, as CUDA's
+  // answers with CUDA's (the host fallback would answer with CPU's).
+  m.impl("_fused_sdp_choice", TORCH_FN(choose_sdp_backend));
   m.impl("_scaled_dot_product_fused_attention_overrideable", TORCH_FN(fused_attention));
   m.impl("_scaled_dot_product_fused_attention_overrideable_backward", TORCH_FN(fused_attention_backward));
   m.impl("add.Tensor", TORCH_FN(add_tensor));

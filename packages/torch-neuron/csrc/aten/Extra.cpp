@@ -58,6 +58,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
     c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
     c10::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
+  // Autograd passes an undefined gradient when the output's gradient is known to be zero.
+  if (!grad_output.defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
   check_same_device("aten::convolution_backward_overrideable", {&grad_output, &input, &weight});
   prepare("aten::convolution_backward_overrideable", input);
   HostScope scope(input.device().index());
@@ -106,14 +108,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell(
 std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(
     const std::optional<at::Tensor>& grad_hy_opt, const std::optional<at::Tensor>& grad_cy_opt,
     const at::Tensor& cx, const at::Tensor& cy, const at::Tensor& workspace, bool has_bias) {
+  const bool have_hy = grad_hy_opt && grad_hy_opt->defined(), have_cy = grad_cy_opt && grad_cy_opt->defined();
+  // Neither output has a gradient (undefined means zero): no input has one either.
+  if (!have_hy && !have_cy) return {at::Tensor(), at::Tensor(), at::Tensor()};
   prepare("aten::_thnn_fused_lstm_cell_backward_impl", cx);
   HostScope s(cx.device().index());
   auto w = s.alias(workspace).chunk(4, 1);
   const at::Tensor &i = w[0], &f = w[1], &g = w[2], &o = w[3];
   at::Tensor tanh_cy = s.alias(cy).tanh();
-  at::Tensor ghy = grad_hy_opt && grad_hy_opt->defined() ? s.alias(*grad_hy_opt) : at::zeros_like(tanh_cy);
+  at::Tensor ghy = have_hy ? s.alias(*grad_hy_opt) : at::zeros_like(tanh_cy);
   at::Tensor gcy = ghy * o * (1 - tanh_cy * tanh_cy);
-  if (grad_cy_opt && grad_cy_opt->defined()) gcy = gcy + s.alias(*grad_cy_opt);
+  if (have_cy) gcy = gcy + s.alias(*grad_cy_opt);
   at::Tensor go = ghy * tanh_cy * o * (1 - o);
   at::Tensor gi = gcy * g * i * (1 - i);
   at::Tensor gf = gcy * s.alias(cx) * f * (1 - f);
@@ -158,6 +163,8 @@ std::tuple<at::Tensor, at::Tensor> fused_gru_cell(const at::Tensor& input_gates,
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru_cell_backward(
     const at::Tensor& grad_hy, const at::Tensor& workspace, bool has_bias) {
+  // Autograd passes an undefined gradient when the output's gradient is known to be zero.
+  if (!grad_hy.defined()) return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   prepare("aten::_thnn_fused_gru_cell_backward", grad_hy);
   HostScope s(grad_hy.device().index());
   auto w = s.alias(workspace).chunk(5, 1);
