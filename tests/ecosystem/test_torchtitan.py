@@ -145,6 +145,46 @@ def test_sdpa_override_computes_flex_attentions_document_causal_attention(rows):
         assert sdpa == {"native": 1, "fallback": 0}, sdpa
 
 
+def test_llama3_debug_model_forward_backward_matches_cpu_float64():
+    """torchtitan's llama3 debug model with the override: loss and every gradient on neuron
+    (float32) against the same weights on CPU in float64, on two packed documents per row."""
+    import copy
+
+    import torch
+    import torch.nn.functional as F
+    from torchtitan.config.override import OverrideConfig, apply_overrides
+    from torchtitan.models.common.attention import create_varlen_metadata_for_document
+    from torchtitan.models.llama3 import model_registry
+
+    cfg = model_registry("debugmodel").model
+    assert apply_overrides(OverrideConfig(imports=["neuron_overrides.sdpa_document_causal"]), cfg)
+    torch.manual_seed(0)
+    with torch.device("meta"):
+        model = cfg.build()
+    model.to_empty(device="cpu")
+    with torch.no_grad():
+        model.init_weights(buffer_device=torch.device("cpu"))
+
+    B, L = 2, 128
+    tokens = torch.randint(0, 2048, (B, L + 1), generator=torch.Generator().manual_seed(1))
+    positions = torch.tensor([list(range(50)) + list(range(78)), list(range(20, 120)) + list(range(28))])
+
+    def loss_and_grads(m, device):
+        p = positions.to(device)
+        logits = m(tokens[:, :-1].to(device), positions=p, attention_masks=create_varlen_metadata_for_document(p))
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), tokens[:, 1:].flatten().to(device))
+        loss.backward()
+        return loss.item(), {n: q.grad.detach().cpu().double() for n, q in m.named_parameters()}
+
+    ref_loss, ref_grads = loss_and_grads(copy.deepcopy(model).double(), "cpu")
+    loss, grads = loss_and_grads(copy.deepcopy(model).to("neuron"), "neuron")
+    assert math.isclose(loss, ref_loss, rel_tol=1e-5), (loss, ref_loss)
+    assert grads.keys() == ref_grads.keys()
+    for name, ref in ref_grads.items():
+        err = ((grads[name] - ref).abs().max() / ref.abs().max()).item()
+        assert err < 1e-4, f"{name}: gradient differs from CPU float64 by {err:.2e} of its largest entry"
+
+
 def test_fsdp_one_rank_loss_falls(one_rank: Run):
     losses = one_rank.losses()
     assert len(losses) == STEPS and all(math.isfinite(x) for x in losses), one_rank.tail()
