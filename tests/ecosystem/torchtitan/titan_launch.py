@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "distributed"))
+from dist_launcher import free_port
+
 OVERRIDE = "neuron_overrides.sdpa_document_causal"
 
 # The knobs a neuron user adds to the CUDA command line (TORCHTITAN.md says why).
@@ -44,12 +46,6 @@ class Run:
     def check_ok(self) -> None:
         if self.returncode != 0 or "Process group destroyed" not in self.output:
             raise AssertionError(f"torchtitan run failed\n{self.tail()}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def titan_env(workdir: str) -> dict[str, str]:
