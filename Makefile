@@ -12,8 +12,12 @@ PRESENT := $(foreach p,$(PACKAGES),$(if $(wildcard packages/$(p)/pyproject.toml)
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 JOBS ?= 2
 
-pkg_files = $(shell find packages/$(1) -type f -not -path '*/build/*' -not -path '*/__pycache__/*' \
-              -not -path '*/.pytest_cache/*' -not -name '*.so' 2>/dev/null)
+# A package's sources: its files that git does not ignore (tracked or new), so nothing a
+# build writes into the tree (build/, *.egg-info/, *.so, __pycache__/) counts as a change;
+# without git, the same exclusions by name.
+pkg_files = $(wildcard $(shell git ls-files --cached --others --exclude-standard -- packages/$(1) 2>/dev/null || \
+              find packages/$(1) -type f -not -path '*/build/*' -not -path '*/__pycache__/*' \
+              -not -path '*/.pytest_cache/*' -not -path '*.egg-info/*' -not -name '*.so' 2>/dev/null))
 
 .PHONY: install test demo bench test-upstream lint patched-torch clean help test-cpp
 
@@ -76,6 +80,14 @@ test: install test-cpp
 	@echo "== patch series: proof matrix (vanilla vs patched torch)"
 	@$(PY) -m tools.patches matrix
 	@if [ -d tools/upstream ]; then echo "== upstream device-generic tests (smoke)"; $(PY) -m tools.upstream.run --smoke; fi
+	@echo "== builds stay incremental: nothing the tests built counts as a source change"
+	@if ! $(MAKE) --no-print-directory -q install; then \
+	  echo "make test: 'make install' would rebuild after the test run:"; \
+	  $(MAKE) --no-print-directory --debug=v -n install | grep -E "is newer than|does not exist" | head -20; \
+	  exit 1; \
+	fi
+	@out=$$($(MAKE) --no-print-directory install 2>&1); \
+	if echo "$$out" | grep -q "== building"; then echo "$$out"; echo "make test: a second 'make install' rebuilt a package"; exit 1; fi
 
 demo: install
 	$(PY) tools/demo/train_char_gpt.py
