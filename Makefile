@@ -83,7 +83,7 @@ test: install test-cpp
 	@echo "== builds stay incremental: nothing the tests built counts as a source change"
 	@if ! $(MAKE) --no-print-directory -q install; then \
 	  echo "make test: 'make install' would rebuild after the test run:"; \
-	  $(MAKE) --no-print-directory --debug=v -n install | grep -E "is newer than|does not exist" | head -20; \
+	  $(MAKE) --no-print-directory --debug=v -n install | grep -E "is newer than|File '.stamps/.*' does not exist" | head -20; \
 	  exit 1; \
 	fi
 	@out=$$($(MAKE) --no-print-directory install 2>&1); \

@@ -232,18 +232,17 @@ def test_fallback_on_autograds_device_thread_points_at_the_backward_call(tmp_pat
     assert (w["filename"], w["lineno"]) == (path, line_of(path, "# BACKWARD CALL"))
 
 
-def test_invalid_mode_names_the_variable_and_the_values():
-    from torch_neuron import fallback
+def test_invalid_mode_names_the_variable_and_the_values(monkeypatch):
+    import torch_neuron
+    from torch_neuron import env
 
     with pytest.raises(ValueError, match="'once', 'op', '0'"):
-        fallback.set_fallback_warnings("sometimes")
-    os.environ["TORCH_NEURON_FALLBACK_WARN"] = "sometimes"
-    try:
-        from torch_neuron import env
-        with pytest.raises(ValueError, match="TORCH_NEURON_FALLBACK_WARN"):
-            env.get_choice("TORCH_NEURON_FALLBACK_WARN")
-    finally:
-        del os.environ["TORCH_NEURON_FALLBACK_WARN"]
+        torch_neuron.set_fallback_warnings("sometimes")
+    monkeypatch.setenv("TORCH_NEURON_FALLBACK_WARN", "sometimes")
+    with pytest.raises(ValueError, match="TORCH_NEURON_FALLBACK_WARN.*once, op, 0"):
+        env.get_choice("TORCH_NEURON_FALLBACK_WARN")
+    monkeypatch.setenv("TORCH_NEURON_FALLBACK_WARN", "1")  # the former boolean spelling
+    assert env.get_choice("TORCH_NEURON_FALLBACK_WARN", {"1": "once"}) == "once"
 
 
 def test_code_run_with_python_c_gets_the_warning_at_its_line():
