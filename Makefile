@@ -18,8 +18,12 @@ PRESENT := $(foreach p,$(PACKAGES),$(if $(wildcard packages/$(p)/pyproject.toml)
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 JOBS ?= 2
 
-pkg_files = $(shell find packages/$(1) -type f -not -path '*/build/*' -not -path '*/__pycache__/*' \
-              -not -path '*/.pytest_cache/*' -not -name '*.so' 2>/dev/null)
+# A package's sources: its files that git does not ignore (tracked or new), so nothing a
+# build writes into the tree (build/, *.egg-info/, *.so, __pycache__/) counts as a change;
+# without git, the same exclusions by name.
+pkg_files = $(wildcard $(shell git ls-files --cached --others --exclude-standard -- packages/$(1) 2>/dev/null || \
+              find packages/$(1) -type f -not -path '*/build/*' -not -path '*/__pycache__/*' \
+              -not -path '*/.pytest_cache/*' -not -path '*.egg-info/*' -not -name '*.so' 2>/dev/null))
 
 .PHONY: install test demo bench test-upstream lint patched-torch clean help test-cpp
 
@@ -50,14 +54,14 @@ $(eval $(call PACKAGE_RULE,neuron-sim,))
 $(eval $(call PACKAGE_RULE,neuron-kernels,neuron-sim))
 $(eval $(call PACKAGE_RULE,neuron-ccl,neuron-sim))
 $(eval $(call PACKAGE_RULE,torch-neuron,$(filter neuron-sim neuron-kernels neuron-ccl,$(PRESENT))))
-$(eval $(call PACKAGE_RULE,torch-neuronx-api,torch-neuron))
-
 # AWS's torch-neuronx ships the same top-level package `torch_neuronx`: stop before either
-# overwrites the other's files. Runs on every install (the stamp would hide a later install of AWS's).
-.PHONY: check-torch-neuronx
-check-torch-neuronx: $(STAMPS)/venv
+# overwrites the other's files (torch_neuronx checks it again at import, for a later install).
+$(STAMPS)/torch-neuronx-api: $(STAMPS)/venv $(call pkg_files,torch-neuronx-api) $(STAMPS)/torch-neuron
 	@$(PY) packages/torch-neuronx-api/torch_neuronx/ownership.py
-$(STAMPS)/torch-neuronx-api: | check-torch-neuronx
+	@echo "== building torch-neuronx-api"
+	$(PIP) install --no-build-isolation --no-deps ./packages/torch-neuronx-api
+	@touch $@
+
 
 # The venv's own pip with torch pinned in the file: the clients must not bring another torch.
 $(STAMPS)/ecosystem: $(STAMPS)/venv $(ECOSYSTEM_REQUIREMENTS) | $(foreach p,$(PRESENT),$(STAMPS)/$(p))
@@ -67,7 +71,7 @@ $(STAMPS)/ecosystem: $(STAMPS)/venv $(ECOSYSTEM_REQUIREMENTS) | $(foreach p,$(PR
 	  sys.exit(0 if v.split('+')[0] == '$(TORCH_VERSION)' else f'torch {v} replaced torch==$(TORCH_VERSION): reinstall it')"
 	@touch $@
 
-install: $(if $(filter torch-neuronx-api,$(PRESENT)),check-torch-neuronx) $(foreach p,$(PRESENT),$(STAMPS)/$(p)) \
+install: $(foreach p,$(PRESENT),$(STAMPS)/$(p)) \
          $(if $(wildcard $(ECOSYSTEM_REQUIREMENTS)),$(STAMPS)/ecosystem)
 
 test-cpp: install
@@ -100,6 +104,14 @@ test: install test-cpp
 	@echo "== patch series: proof matrix (vanilla vs patched torch)"
 	@$(PY) -m tools.patches matrix
 	@if [ -d tools/upstream ]; then echo "== upstream device-generic tests (smoke)"; $(PY) -m tools.upstream.run --smoke; fi
+	@echo "== builds stay incremental: nothing the tests built counts as a source change"
+	@if ! $(MAKE) --no-print-directory -q install; then \
+	  echo "make test: 'make install' would rebuild after the test run:"; \
+	  $(MAKE) --no-print-directory --debug=v -n install | grep -E "is newer than|File '.stamps/.*' does not exist" | head -20; \
+	  exit 1; \
+	fi
+	@out=$$($(MAKE) --no-print-directory install 2>&1); \
+	if echo "$$out" | grep -q "== building"; then echo "$$out"; echo "make test: a second 'make install' rebuilt a package"; exit 1; fi
 
 demo: install
 	$(PY) tools/demo/train_char_gpt.py

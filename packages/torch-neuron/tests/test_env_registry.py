@@ -21,7 +21,7 @@ def test_every_variable_read_in_the_sources_is_registered():
         read |= set(re.findall(r'environ(?:\.get)?\(\s*"([A-Z0-9_]+)"', src))
         read |= set(re.findall(r'environ\[\s*"([A-Z0-9_]+)"\s*\]', src))
         read |= set(re.findall(r'getenv\(\s*"([A-Z0-9_]+)"', src))
-        read |= set(re.findall(r'get_bool\(\s*"([A-Z0-9_]+)"', src))
+        read |= set(re.findall(r'get_(?:bool|choice)\(\s*"([A-Z0-9_]+)"', src))
     assert read, "no environment reads found: the scan is broken"
     assert read <= names, f"unregistered variables: {sorted(read - names)}"
 

@@ -18,7 +18,11 @@ namespace torch_neuron {
 namespace {
 
 std::atomic<bool> g_strict{false};
-std::atomic<bool> g_warn{true};
+std::atomic<FallbackWarn> g_warn_mode{FallbackWarn::Once};
+std::atomic<bool> g_warned_once{false};     // Once: the warning was shown
+std::atomic<bool> g_reporting_once{false};  // Once: a thread is deciding it
+std::atomic<FallbackReporter> g_reporter{nullptr};
+thread_local bool t_reporting = false;      // ops run by the reporter do not report
 
 std::mutex g_mutex;
 std::deque<OpInfo> g_infos;  // stable addresses
@@ -372,26 +376,70 @@ void account(OpInfo& info, c10::DeviceIndex device, c10::ScalarType dtype, bool 
 
 void set_strict(bool s) { g_strict.store(s); }
 bool strict() { return g_strict.load(std::memory_order_relaxed); }
-void set_warn_fallback(bool w) { g_warn.store(w); }
+void set_fallback_warn(FallbackWarn mode) { g_warn_mode.store(mode); }
+FallbackWarn fallback_warn() { return g_warn_mode.load(); }
+void set_fallback_reporter(FallbackReporter fn) { g_reporter.store(fn); }
+
+namespace {
+
+const char* rejection_reason(const OpInfo& info) {
+  // A table op whose kernel rejected this call's arguments says where the reason is.
+  return info.native_entry.empty()
+             ? ""
+             : " for this call (its kernel does not cover the call's shapes, dtypes or "
+               "attributes; torch_neuron.native_rejections() says why)";
+}
+
+// Sets `warned` unless the reporter declined (a printing op). An exception from the
+// reporter (warnings turned into errors) propagates and counts as warned.
+void report_fallback(const OpInfo& info, c10::ScalarType dtype, bool per_op,
+                     std::atomic<bool>& warned) {
+  if (t_reporting) return;
+  FallbackReporter fn = g_reporter.load();
+  if (!fn) {
+    warned.store(true);
+    TORCH_WARN("neuron: ", info.name, " (", c10::toString(dtype), ") has no native neuron kernel",
+               rejection_reason(info), "; it runs on the host and is counted as a fallback "
+               "(torch_neuron.get_fallback_ops()).");
+    return;
+  }
+  t_reporting = true;
+  struct Reset {
+    ~Reset() { t_reporting = false; }
+  } reset;
+  bool shown = true;
+  try {
+    shown = fn(info, dtype, !info.native_entry.empty(), per_op);
+  } catch (...) {
+    warned.store(true);
+    throw;
+  }
+  if (shown) warned.store(true);
+}
+
+}  // namespace
 
 void on_fallback(OpInfo& info, c10::ScalarType dtype) {
-  // A table op whose kernel rejected this call's arguments says where the reason is.
-  const char* why = info.native_entry.empty()
-                        ? ""
-                        : " for this call (its kernel does not cover the call's shapes, dtypes or "
-                          "attributes; torch_neuron.native_rejections() says why)";
   if (C10_UNLIKELY(g_strict.load(std::memory_order_relaxed))) {
     TORCH_CHECK_NOT_IMPLEMENTED(
         false, "neuron: ", info.name, " (", c10::toString(dtype),
-        ") has no native neuron kernel", why, " and would run on the host (CPU fallback). "
-        "TORCH_NEURON_STRICT=1 makes fallbacks errors; unset it (or call "
+        ") has no native neuron kernel", rejection_reason(info), " and would run on the host "
+        "(CPU fallback). TORCH_NEURON_STRICT=1 makes fallbacks errors; unset it (or call "
         "torch_neuron.set_strict(False)) to allow host execution.");
   }
-  if (g_warn.load(std::memory_order_relaxed) && !info.warned.exchange(true)) {
-    TORCH_WARN("neuron: ", info.name, " (", c10::toString(dtype),
-               ") has no native neuron kernel", why, "; it runs on the host and is counted as a "
-               "fallback (torch_neuron.get_fallback_ops()). This warning is shown once per op; "
-               "TORCH_NEURON_FALLBACK_WARN=0 silences it, TORCH_NEURON_STRICT=1 makes it an error.");
+  const FallbackWarn mode = g_warn_mode.load(std::memory_order_relaxed);
+  if (mode == FallbackWarn::Once) {
+    if (C10_LIKELY(g_warned_once.load(std::memory_order_relaxed))) return;
+    // One thread decides at a time; a fallback meanwhile on another thread stays silent.
+    bool idle = false;
+    if (!g_reporting_once.compare_exchange_strong(idle, true)) return;
+    struct Release {
+      ~Release() { g_reporting_once.store(false); }
+    } release;
+    report_fallback(info, dtype, /*per_op=*/false, g_warned_once);
+  } else if (mode == FallbackWarn::PerOp) {
+    if (info.warned.load(std::memory_order_relaxed)) return;
+    report_fallback(info, dtype, /*per_op=*/true, info.warned);
   }
 }
 

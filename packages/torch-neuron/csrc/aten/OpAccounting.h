@@ -145,8 +145,20 @@ void count(OpInfo& info, c10::ScalarType dtype, bool native);
 // Policy switches (set from Python, which reads the environment registry).
 void set_strict(bool strict);
 bool strict();
-void set_warn_fallback(bool warn);
-// Raises in strict mode; warns once per op otherwise (if enabled).
+// Fallback warnings (TORCH_NEURON_FALLBACK_WARN): none, one for the process's first
+// fallback, or one for each op's first fallback.
+enum class FallbackWarn : int { Off = 0, Once = 1, PerOp = 2 };
+void set_fallback_warn(FallbackWarn mode);
+FallbackWarn fallback_warn();
+// Issues the warning for one fallback; set by the Python layer, which attributes it to
+// the user's line. `rejected`: the op has a kernel that did not cover this call. Returns
+// false when the fallback does not count as warned (an op run by tensor printing), so the
+// next one is still a candidate. Unset, the warning is a TORCH_WARN.
+using FallbackReporter = bool (*)(const OpInfo& info, c10::ScalarType dtype, bool rejected,
+                                  bool per_op);
+void set_fallback_reporter(FallbackReporter fn);
+// Raises in strict mode; otherwise warns as the mode says. Once the warning was shown,
+// the warning check is one relaxed load (two in the per-op mode), with no Python call.
 void on_fallback(OpInfo& info, c10::ScalarType dtype);
 
 struct OpCount {

@@ -18,6 +18,7 @@ namespace {
 
 py::object* g_py_estimator = nullptr;  // intentionally leaked: called until process exit
 py::object* g_py_executor = nullptr;   // likewise (device numerics)
+py::object* g_py_reporter = nullptr;   // likewise (fallback warnings)
 
 py::list to_py(c10::ArrayRef<c10::IValue> values) {
   py::list out;
@@ -50,6 +51,22 @@ void execute_with_python(const OpInfo& info, c10::ScalarType dtype,
     }
   }
   TORCH_CHECK(false, error);
+}
+
+// Runs inside the op that fell back, on whatever thread it runs, with or without the GIL
+// (a device worker of autograd has no Python thread state yet: gil_scoped_acquire makes
+// one). A Python error (warnings turned into errors) propagates as py::error_already_set,
+// which torch's bindings turn back into the Python exception.
+bool report_with_python(const OpInfo& info, c10::ScalarType dtype, bool rejected, bool per_op) {
+#if PY_VERSION_HEX >= 0x030D0000
+  if (!Py_IsInitialized() || Py_IsFinalizing()) return false;
+#else
+  if (!Py_IsInitialized() || _Py_IsFinalizing()) return false;
+#endif
+  py::gil_scoped_acquire gil;
+  py::error_scope pending;  // an op run while a Python error is set (e.g. in a __del__)
+  return (*g_py_reporter)(info.name, std::string(c10::toString(dtype)), rejected, per_op)
+      .cast<bool>();
 }
 
 py::dict properties_dict(int device) {
@@ -178,7 +195,17 @@ PYBIND11_MODULE(_C, m) {
   m.def("clear_op_counts", &clear_op_counts);
   m.def("set_strict", &set_strict);
   m.def("strict", &strict);
-  m.def("set_warn_fallback", &set_warn_fallback);
+  m.def("set_fallback_warn_mode", [](int mode) {
+    TORCH_CHECK(mode >= 0 && mode <= 2, "set_fallback_warn_mode: expected 0 (off), 1 (once) or 2 (per op)");
+    set_fallback_warn(static_cast<FallbackWarn>(mode));
+  });
+  m.def("fallback_warn_mode", [] { return static_cast<int>(fallback_warn()); });
+  // fn(op, dtype, rejected, per_op) -> bool warns about one fallback (torch_neuron.fallback).
+  m.def("set_fallback_reporter", [](py::object fn) {
+    if (!g_py_reporter) g_py_reporter = new py::object();
+    *g_py_reporter = std::move(fn);
+    set_fallback_reporter(&report_with_python);
+  });
   void torch_neuron_bind_distributed(pybind11::module_ & m);  // csrc/distributed/BindingsImpl.h
   torch_neuron_bind_distributed(m);
 }

@@ -52,7 +52,8 @@ if torch._C._get_privateuse1_backend_name() != "neuron":
         for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True)
 _C._init()
 _C.set_strict(_env.get_bool("TORCH_NEURON_STRICT"))
-_C.set_warn_fallback(_env.get_bool("TORCH_NEURON_FALLBACK_WARN"))
+from . import fallback  # noqa: E402  (the fallback warning policy, TORCH_NEURON_FALLBACK_WARN)
+fallback.install()
 
 from . import _exit  # noqa: E402
 from . import _native  # noqa: E402
@@ -119,8 +120,9 @@ def set_strict(strict: bool) -> None:
     _C.set_strict(bool(strict))
 
 
-def set_fallback_warnings(enabled: bool) -> None:
-    _C.set_warn_fallback(bool(enabled))
+set_fallback_warnings = fallback.set_fallback_warnings
+fallback_warnings = fallback.fallback_warnings
+FallbackWarning = fallback.FallbackWarning
 
 
 def device_time_ns(device=None) -> float:

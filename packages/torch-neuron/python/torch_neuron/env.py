@@ -17,15 +17,20 @@ class EnvVar:
     type: str
     default: str
     meaning: str
+    choices: tuple[str, ...] = ()  # type "choice": the accepted values
 
 
 REGISTRY: tuple[EnvVar, ...] = (
     EnvVar("TORCH_NEURON_STRICT", "bool", "0",
            "1: an op with no native neuron kernel raises instead of running on the host "
            "(also torch_neuron.set_strict())."),
-    EnvVar("TORCH_NEURON_FALLBACK_WARN", "bool", "1",
-           "1: warn once per op that runs on the host (fallback); 0: silent "
-           "(also torch_neuron.set_fallback_warnings())."),
+    EnvVar("TORCH_NEURON_FALLBACK_WARN", "choice", "once",
+           "once (or 1): the first op of the process that runs on the host (fallback) warns, "
+           "once, at the user's line; later fallbacks are only counted "
+           "(torch_neuron.get_fallback_ops()). op: one warning per op, when it first runs on "
+           "the host. 0: silent. Ops run by tensor printing never warn "
+           "(also torch_neuron.set_fallback_warnings()).",
+           choices=("once", "op", "0")),
     EnvVar("TORCH_NEURON_DEVICE_NUMERICS", "bool", "0",
            "1: native ops take their values from their tile kernels run by the ISA simulator "
            "instead of the host reference path (much slower; read at import, also "
@@ -58,6 +63,16 @@ def get_bool(name: str) -> bool:
     if raw in _FALSE:
         return False
     raise ValueError(f"{name}={os.environ.get(name)!r} is not a boolean; use 0 or 1 ({var.meaning})")
+
+
+def get_choice(name: str, aliases: dict[str, str] | None = None) -> str:
+    """A "choice" variable's value, lower-cased; ``aliases`` maps other spellings to a choice."""
+    var = _BY_NAME[name]
+    raw = os.environ.get(name, var.default).strip().lower()
+    raw = (aliases or {}).get(raw, raw)
+    if raw in var.choices:
+        return raw
+    raise ValueError(f"{name}={os.environ.get(name)!r} is not one of {', '.join(var.choices)} ({var.meaning})")
 
 
 def main(argv: list[str] | None = None) -> int:
