@@ -1,6 +1,6 @@
 """TorchTitan 0.3.0 on device ``neuron``, run as its users run it:
 ``torchrun --nproc_per_node N -m torchtitan.train --module llama3 --config llama3_debugmodel``
-plus the knobs listed in tests/ecosystem/TORCHTITAN.md.
+plus the knobs listed in the README's TorchTitan section.
 
 One seed checkpoint (torchtitan's ``--checkpoint.create_seed_checkpoint``) gives every
 run the same initial weights; the generated datasets give every run the same global

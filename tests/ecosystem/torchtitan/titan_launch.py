@@ -15,7 +15,7 @@ from dist_launcher import free_port
 
 OVERRIDE = "neuron_overrides.sdpa_document_causal"
 
-# The knobs a neuron user adds to the CUDA command line (TORCHTITAN.md says why).
+# The knobs a neuron user adds to the CUDA command line (the README's TorchTitan section says why).
 NEURON_FLAGS = ["--override.imports", OVERRIDE, "--parallelism.spmd_backend", "partial_dtensor"]
 
 _STEP = re.compile(r"step:\s*(\d+)\s+loss:\s*([-+0-9.naif]+)\s+grad_norm:\s*([-+0-9.naif]+)")
