@@ -26,8 +26,8 @@ import sysconfig
 import time
 from dataclasses import dataclass
 
-# The fallback summary at the end lists every host fallback; per-op warnings would
-# only repeat it. Set before torch autoloads the backend.
+# The fallback summary at the end lists every host fallback with its count; the one
+# first-fallback warning would only announce it. Set before torch autoloads the backend.
 os.environ.setdefault("TORCH_NEURON_FALLBACK_WARN", "0")
 
 import torch

@@ -54,7 +54,7 @@ def backend_loads(python):
 def test_env(extra):
     env = dict(os.environ)
     env.update(
-        TORCH_NEURON_FALLBACK_WARN="0",  # every host-executed op would warn once otherwise
+        TORCH_NEURON_FALLBACK_WARN="0",  # the suites exercise host execution on purpose
         PYTORCH_PRINT_REPRO_ON_FAILURE="0",
         PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
     )
