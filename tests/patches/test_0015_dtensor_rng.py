@@ -9,7 +9,7 @@ generator.
 The neuron generator itself keeps CUDA's layout, so DTensor works on it with vanilla torch
 (tests/distributed covers that). These proofs present neuron's state to torch in another
 layout -- a versioned 24-byte record, as a backend with a richer generator state would --
-through the device module's get/set_rng_state, which is all DTensor sees of a generator.
+through the device module's get/set_rng_state, which is what vanilla DTensor reads.
 """
 
 import os
@@ -33,10 +33,15 @@ def present_state_in_another_layout():
         return torch.cat([_HEADER, get_one(device)])
 
     def set_rng_state(new_state, device="neuron"):
+        # A record from get_rng_state above, or the state of a torch.Generator of the device
+        # (which the patched tracker seeds per region and installs as the device's state).
         new_state = new_state.cpu()
-        if new_state.numel() != 24 or not torch.equal(new_state[:8], _HEADER):
-            raise ValueError(f"expected a 24-byte NRNG state record, got {new_state.numel()} bytes")
-        set_one(new_state[8:], device)
+        if new_state.numel() == 24 and torch.equal(new_state[:8], _HEADER):
+            new_state = new_state[8:]
+        elif new_state.numel() != torch.Generator("neuron").get_state().numel():
+            raise ValueError(f"expected a 24-byte NRNG state record or a generator's state, got "
+                             f"{new_state.numel()} bytes")
+        set_one(new_state, device)
 
     neuron_mod.get_rng_state, neuron_mod.set_rng_state = get_rng_state, set_rng_state
 
