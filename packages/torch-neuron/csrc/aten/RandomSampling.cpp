@@ -310,6 +310,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_sample_dirichlet", TORCH_FN(sample_dirichlet));
   m.impl("rrelu_with_noise", TORCH_FN(rrelu_with_noise));
   m.impl("rrelu_with_noise.out", TORCH_FN(rrelu_with_noise_out));
+  m.impl("rrelu_with_noise_", TORCH_FN(rrelu_with_noise_));
 }
 
 }  // namespace torch_neuron
