@@ -1,5 +1,5 @@
 // The operators every PrivateUse1 backend must provide (allocation, views,
-// storage manipulation, copies, scalar reads) plus the boxed host fallback.
+// storage manipulation, copies, scalar reads).
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
@@ -10,8 +10,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include "aten/HostExecution.h"
-#include "aten/OpAccounting.h"
+#include "aten/Accounting.h"
+#include "aten/HostScope.h"
+#include "aten/OpRegistry.h"
 #include "runtime/NeuronAllocator.h"
 #include "runtime/NeuronHostAllocator.h"
 #include "runtime/NeuronRuntime.h"
@@ -249,10 +250,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from_and_resize", TORCH_FN(_copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
   m.impl("record_stream", TORCH_FN(record_stream_op));
-}
-
-TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
 }
 
 }  // namespace torch_neuron

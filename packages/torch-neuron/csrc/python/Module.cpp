@@ -5,8 +5,11 @@
 #include <torch/csrc/jit/python/pybind_utils.h>
 #include <torch/extension.h>
 
-#include "aten/HostExecution.h"
-#include "aten/OpAccounting.h"
+#include "aten/Accounting.h"
+#include "aten/HostFallback.h"
+#include "aten/NativeDecision.h"
+#include "aten/OpRegistry.h"
+#include "runtime/HostAllocationRedirect.h"
 #include "runtime/NeuronGenerator.h"
 #include "runtime/NeuronRuntime.h"
 #include "runtime/NeuronStream.h"

@@ -26,7 +26,7 @@ from .warning import FallbackWarning, report
 __all__ = ["FallbackWarning", "set_fallback_warnings", "fallback_warnings"]
 
 ENV = "TORCH_NEURON_FALLBACK_WARN"
-# C++ codes (OpAccounting.h, FallbackWarn).
+# C++ codes (aten/Accounting.h, FallbackWarn).
 _MODES = {"0": 0, "once": 1, "op": 2}
 _NAMES = {code: name for name, code in _MODES.items()}
 # Boolean spellings keep working: a true value is the default policy.

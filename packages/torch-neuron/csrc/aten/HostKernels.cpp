@@ -1,33 +1,24 @@
-// Kernels for ops that have no CPU kernel a host fallback could run
+// Host kernels for ops that have no CPU kernel a host fallback could run
 // (PrivateUse1 convolutions and fused RNN cells route to ops only CUDA
 // implements), and for dtypes CUDA supports but CPU does not (integer histc).
 // All compute on the host over aliases of device memory.
-#include <ATen/ATen.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/convolution_backward.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/histc.h>
+#include <ATen/ops/zeros_like.h>
 #include <torch/library.h>
 
-#include "aten/HostExecution.h"
-#include "aten/OpAccounting.h"
+#include "aten/Accounting.h"
+#include "aten/CostInputs.h"
+#include "aten/HostScope.h"
+#include "aten/OpRegistry.h"
 
 namespace torch_neuron {
 namespace {
-
-double bytes(const at::Tensor& t) { return t.defined() ? double(t.numel()) * t.element_size() : 0.0; }
-
-void check_same_device(const char* op, std::initializer_list<const at::Tensor*> ts) {
-  c10::Device first(c10::DeviceType::CPU);
-  bool have = false;
-  for (const at::Tensor* t : ts) {
-    if (!t->defined()) continue;
-    if (!have) {
-      first = t->device();
-      have = true;
-    } else {
-      TORCH_CHECK(t->device() == first,
-                  "Expected all tensors to be on the same device, but found at least two devices, ",
-                  first, " and ", t->device(), "! (when running ", op, " on neuron)");
-    }
-  }
-}
 
 void prepare(const char* op, const at::Tensor& like) {
   OpInfo& info = op_info_by_name(op);
@@ -49,8 +40,8 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   at::Tensor r = scope.result(out);
   const double per_out = weight.size(0) > 0 ? double(weight.numel() / weight.size(0)) : 0.0;
   account_host_kernel("aten::convolution_overrideable", input.device().index(), input.scalar_type(),
-                      2.0 * double(r.numel()) * per_out, bytes(input) + bytes(weight) + bytes(b),
-                      bytes(r));
+                      2.0 * double(r.numel()) * per_out, nbytes(input) + nbytes(weight) + nbytes(b),
+                      nbytes(r));
   return r;
 }
 
@@ -75,8 +66,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   const double per_out = weight.size(0) > 0 ? double(weight.numel() / weight.size(0)) : 0.0;
   account_host_kernel("aten::convolution_backward_overrideable", input.device().index(),
                       input.scalar_type(), 4.0 * double(grad_output.numel()) * per_out,
-                      bytes(grad_output) + bytes(input) + bytes(weight),
-                      bytes(rgi) + bytes(rgw) + bytes(rgb));
+                      nbytes(grad_output) + nbytes(input) + nbytes(weight),
+                      nbytes(rgi) + nbytes(rgw) + nbytes(rgb));
   return {rgi, rgw, rgb};
 }
 
@@ -101,7 +92,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell(
   auto out = std::make_tuple(s.result(hy), s.result(cy), s.result(workspace));
   account_host_kernel("aten::_thnn_fused_lstm_cell", input_gates.device().index(),
                       input_gates.scalar_type(), 12.0 * double(cx.numel()),
-                      2 * bytes(input_gates) + bytes(cx), 6 * bytes(cx));
+                      2 * nbytes(input_gates) + nbytes(cx), 6 * nbytes(cx));
   return out;
 }
 
@@ -128,8 +119,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(
   at::Tensor grad_bias = has_bias ? grad_gates.sum(0) : at::Tensor();
   auto out = std::make_tuple(s.result(grad_gates), s.result(grad_cx), s.result(grad_bias));
   account_host_kernel("aten::_thnn_fused_lstm_cell_backward_impl", cx.device().index(),
-                      cx.scalar_type(), 20.0 * double(cx.numel()), bytes(workspace) + 3 * bytes(cx),
-                      bytes(workspace) + bytes(cx));
+                      cx.scalar_type(), 20.0 * double(cx.numel()), nbytes(workspace) + 3 * nbytes(cx),
+                      nbytes(workspace) + nbytes(cx));
   return out;
 }
 
@@ -157,7 +148,7 @@ std::tuple<at::Tensor, at::Tensor> fused_gru_cell(const at::Tensor& input_gates,
   auto out = std::make_tuple(s.result(hy), s.result(workspace));
   account_host_kernel("aten::_thnn_fused_gru_cell", input_gates.device().index(),
                       input_gates.scalar_type(), 12.0 * double(hx.numel()),
-                      2 * bytes(input_gates) + bytes(hx), 6 * bytes(hx));
+                      2 * nbytes(input_gates) + nbytes(hx), 6 * nbytes(hx));
   return out;
 }
 
@@ -182,7 +173,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru
                              s.result(gib), s.result(ghb));
   account_host_kernel("aten::_thnn_fused_gru_cell_backward", grad_hy.device().index(),
                       grad_hy.scalar_type(), 20.0 * double(grad_hy.numel()),
-                      bytes(workspace) + bytes(grad_hy), 7 * bytes(grad_hy));
+                      nbytes(workspace) + nbytes(grad_hy), 7 * nbytes(grad_hy));
   return out;
 }
 
@@ -204,7 +195,7 @@ at::Tensor& histc_out(const at::Tensor& self, int64_t bins, const at::Scalar& mi
   }
   s.sync_mutated(out);
   account_host_kernel("aten::histc", self.device().index(), self.scalar_type(), double(self.numel()),
-                      bytes(self), bytes(out));
+                      nbytes(self), nbytes(out));
   return out;
 }
 
@@ -225,14 +216,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_thnn_fused_gru_cell_backward", TORCH_FN(fused_gru_cell_backward));
   m.impl("histc", TORCH_FN(histc));
   m.impl("histc.out", TORCH_FN(histc_out));
-  // mode.values has only a CompositeExplicitAutograd kernel (at::native::mode_out), which
-  // refuses any device but CPU/CUDA/XPU before computing, so the functional mode worked on
-  // neuron and mode(..., out=) did not. Host execution runs that kernel on the host aliases
-  // (the CPU mode kernel, with out= resizing written back), as for other out= ops.
-  m.impl("mode.values", torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
-  // conj_physical_ likewise: its CompositeExplicitAutograd kernel calls conj_physical_stub
-  // for the tensor's device type, which has no neuron entry (an internal assert).
-  m.impl("conj_physical_", torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
 }
 
 }  // namespace torch_neuron

@@ -1,0 +1,174 @@
+#include "aten/Accounting.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "runtime/NeuronRuntime.h"
+#include "runtime/NeuronStream.h"
+
+namespace torch_neuron {
+namespace {
+
+std::atomic<bool> g_strict{false};
+std::atomic<FallbackWarn> g_warn_mode{FallbackWarn::Once};
+std::atomic<bool> g_warned_once{false};     // Once: the warning was shown
+std::atomic<bool> g_reporting_once{false};  // Once: a thread is deciding it
+std::atomic<FallbackReporter> g_reporter{nullptr};
+thread_local bool t_reporting = false;      // ops run by the reporter do not report
+
+std::thread::id g_main_thread;
+std::atomic<bool> g_off_main{false};
+
+}  // namespace
+
+double modelled_duration_ns(c10::DeviceIndex device, OpClass cls, const CostInputs& in,
+                            bool fallback) {
+  if (cls == OpClass::View) return 0.0;
+  const nsimDeviceProperties& p = device_properties(device);
+  double peak = p.vector_flops_fp32;
+  if (cls == OpClass::Matmul || cls == OpClass::Convolution) {
+    peak = in.low_precision ? p.peak_flops_bf16 : p.peak_flops_fp32;
+  }
+  const double bytes = in.bytes_in + in.bytes_out;
+  const double compute_ns = peak > 0 ? in.flops / peak * 1e9 : 0.0;
+  const double memory_ns = p.hbm_bandwidth > 0 ? bytes / p.hbm_bandwidth * 1e9 : 0.0;
+  double ns = p.launch_overhead_ns + std::max(compute_ns, memory_ns);
+  if (fallback && p.host_link_bandwidth > 0) {
+    ns += bytes / p.host_link_bandwidth * 1e9 + 2 * p.dma_fixed_overhead_ns;
+  }
+  return ns;
+}
+
+void set_main_thread() { g_main_thread = std::this_thread::get_id(); }
+bool ops_ran_off_main_thread() { return g_off_main.load(); }
+
+void count(OpInfo& info, c10::ScalarType dtype, bool native) {
+  if (C10_UNLIKELY(!g_off_main.load(std::memory_order_relaxed)) &&
+      std::this_thread::get_id() != g_main_thread) {
+    g_off_main.store(true, std::memory_order_relaxed);
+  }
+  const size_t t = static_cast<size_t>(dtype) < OpInfo::kNumTypes ? static_cast<size_t>(dtype)
+                                                                  : OpInfo::kNumTypes - 1;
+  (native ? info.native : info.fallback)[t].fetch_add(1, std::memory_order_relaxed);
+}
+
+void account(OpInfo& info, c10::DeviceIndex device, c10::ScalarType dtype, bool native,
+             const CostInputs& in) {
+  native = native || in.native;
+  count(info, dtype, native);
+  if (info.is_view) return;
+  // A native kernel's time is its simulated engine schedule (plus the launch
+  // overhead of the profile); anything else gets the roofline estimate.
+  const double ns = in.native ? device_properties(device).launch_overhead_ns + in.native_ns
+                              : modelled_duration_ns(device, info.cls, in, !native);
+  NEURON_CHECK(nsimLaunch(current_queue(device), info.name_id,
+                          native ? NSIM_LAUNCH_KERNEL : NSIM_LAUNCH_FALLBACK, ns, nullptr, nullptr));
+}
+
+void account_host_kernel(const char* op_name, c10::DeviceIndex device, c10::ScalarType dtype,
+                         double flops, double bytes_in, double bytes_out) {
+  OpInfo& info = op_info_by_name(op_name);
+  CostInputs cost;
+  cost.flops = flops;
+  cost.bytes_in = bytes_in;
+  cost.bytes_out = bytes_out;
+  cost.low_precision = is_low_precision(dtype);
+  account(info, device, dtype, /*native=*/false, cost);
+}
+
+void set_strict(bool s) { g_strict.store(s); }
+bool strict() { return g_strict.load(std::memory_order_relaxed); }
+void set_fallback_warn(FallbackWarn mode) { g_warn_mode.store(mode); }
+FallbackWarn fallback_warn() { return g_warn_mode.load(); }
+void set_fallback_reporter(FallbackReporter fn) { g_reporter.store(fn); }
+
+namespace {
+
+const char* rejection_reason(const OpInfo& info) {
+  // A table op whose kernel rejected this call's arguments says where the reason is.
+  return info.native_entry.empty()
+             ? ""
+             : " for this call (its kernel does not cover the call's shapes, dtypes or "
+               "attributes; torch_neuron.native_rejections() says why)";
+}
+
+// Sets `warned` unless the reporter declined (a printing op). An exception from the
+// reporter (warnings turned into errors) propagates and counts as warned.
+void report_fallback(const OpInfo& info, c10::ScalarType dtype, bool per_op,
+                     std::atomic<bool>& warned) {
+  if (t_reporting) return;
+  FallbackReporter fn = g_reporter.load();
+  if (!fn) {
+    warned.store(true);
+    TORCH_WARN("neuron: ", info.name, " (", c10::toString(dtype), ") has no native neuron kernel",
+               rejection_reason(info), "; it runs on the host and is counted as a fallback "
+               "(torch_neuron.get_fallback_ops()).");
+    return;
+  }
+  t_reporting = true;
+  struct Reset {
+    ~Reset() { t_reporting = false; }
+  } reset;
+  bool shown = true;
+  try {
+    shown = fn(info, dtype, !info.native_entry.empty(), per_op);
+  } catch (...) {
+    warned.store(true);
+    throw;
+  }
+  if (shown) warned.store(true);
+}
+
+}  // namespace
+
+void on_fallback(OpInfo& info, c10::ScalarType dtype) {
+  if (C10_UNLIKELY(g_strict.load(std::memory_order_relaxed))) {
+    TORCH_CHECK_NOT_IMPLEMENTED(
+        false, "neuron: ", info.name, " (", c10::toString(dtype),
+        ") has no native neuron kernel", rejection_reason(info), " and would run on the host "
+        "(CPU fallback). TORCH_NEURON_STRICT=1 makes fallbacks errors; unset it (or call "
+        "torch_neuron.set_strict(False)) to allow host execution.");
+  }
+  const FallbackWarn mode = g_warn_mode.load(std::memory_order_relaxed);
+  if (mode == FallbackWarn::Once) {
+    if (C10_LIKELY(g_warned_once.load(std::memory_order_relaxed))) return;
+    // One thread decides at a time; a fallback meanwhile on another thread stays silent.
+    bool idle = false;
+    if (!g_reporting_once.compare_exchange_strong(idle, true)) return;
+    struct Release {
+      ~Release() { g_reporting_once.store(false); }
+    } release;
+    report_fallback(info, dtype, /*per_op=*/false, g_warned_once);
+  } else if (mode == FallbackWarn::PerOp) {
+    if (info.warned.load(std::memory_order_relaxed)) return;
+    report_fallback(info, dtype, /*per_op=*/true, info.warned);
+  }
+}
+
+std::vector<OpCount> op_counts() {
+  std::vector<OpCount> out;
+  for_each_op_info([&out](OpInfo& info) {
+    for (size_t t = 0; t < OpInfo::kNumTypes; ++t) {
+      const auto n = info.native[t].load();
+      const auto f = info.fallback[t].load();
+      if (n == 0 && f == 0) continue;
+      const char* dt = t < static_cast<size_t>(c10::ScalarType::NumOptions)
+                           ? c10::toString(static_cast<c10::ScalarType>(t))
+                           : "none";
+      out.push_back(OpCount{info.name, dt, n, f});
+    }
+  });
+  return out;
+}
+
+void clear_op_counts() {
+  for_each_op_info([](OpInfo& info) {
+    for (auto& a : info.native) a.store(0);
+    for (auto& a : info.fallback) a.store(0);
+  });
+}
+
+}  // namespace torch_neuron

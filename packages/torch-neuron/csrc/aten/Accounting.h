@@ -1,0 +1,74 @@
+// Per-op accounting and device-time modelling.
+//
+// Every execution on `neuron` is counted per op and dtype as native or fallback,
+// and placed on the current stream's neuron_sim timeline with a modelled duration.
+// A fallback first passes the policy: an error in strict mode, otherwise the
+// fallback warning the mode asks for.
+#pragma once
+
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "aten/CostInputs.h"
+#include "aten/OpRegistry.h"
+
+namespace torch_neuron {
+
+// Modelled device duration in ns of one execution on `device`:
+//   launch overhead + max(flops / peak, bytes / HBM bandwidth),
+// plus, for a host fallback, the round trip of its operands over the host
+// link (bytes / host link bandwidth + one DMA setup per direction). Peak,
+// bandwidths and overheads come from the device profile (neuron_sim).
+double modelled_duration_ns(c10::DeviceIndex device, OpClass cls, const CostInputs& in,
+                            bool fallback);
+
+// Counts the execution and places it on the current stream's timeline.
+void account(OpInfo& info, c10::DeviceIndex device, c10::ScalarType dtype, bool native,
+             const CostInputs& in);
+
+// Counting and timeline entry for a hand-written kernel that computes on the host
+// (conv, fused RNN cells, random ops, ...). `flops` may be 0.
+void account_host_kernel(const char* op_name, c10::DeviceIndex device, c10::ScalarType dtype,
+                         double flops, double bytes_in, double bytes_out);
+
+// Counts an execution whose timeline entry neuron_sim already made (copies).
+void count(OpInfo& info, c10::ScalarType dtype, bool native);
+
+// Whether any op ran on a thread other than the one that initialised the backend
+// (autograd's device workers run backward there).
+void set_main_thread();
+bool ops_ran_off_main_thread();
+
+// Policy switches (set from Python, which reads the environment registry).
+void set_strict(bool strict);
+bool strict();
+// Fallback warnings (TORCH_NEURON_FALLBACK_WARN): none, one for the process's first
+// fallback, or one for each op's first fallback.
+enum class FallbackWarn : int { Off = 0, Once = 1, PerOp = 2 };
+void set_fallback_warn(FallbackWarn mode);
+FallbackWarn fallback_warn();
+// Issues the warning for one fallback; set by the Python layer, which attributes it to
+// the user's line. `rejected`: the op has a kernel that did not cover this call. Returns
+// false when the fallback does not count as warned (an op run by tensor printing), so the
+// next one is still a candidate. Unset, the warning is a TORCH_WARN.
+using FallbackReporter = bool (*)(const OpInfo& info, c10::ScalarType dtype, bool rejected,
+                                  bool per_op);
+void set_fallback_reporter(FallbackReporter fn);
+// Raises in strict mode; otherwise warns as the mode says. Once the warning was shown,
+// the warning check is one relaxed load (two in the per-op mode), with no Python call.
+void on_fallback(OpInfo& info, c10::ScalarType dtype);
+
+struct OpCount {
+  std::string op;
+  std::string dtype;
+  uint64_t native;
+  uint64_t fallback;
+};
+std::vector<OpCount> op_counts();
+void clear_op_counts();
+
+}  // namespace torch_neuron

@@ -1,0 +1,254 @@
+#include "aten/HostFallback.h"
+
+#include <torch/library.h>
+
+#include "aten/Accounting.h"
+#include "aten/CostInputs.h"
+#include "aten/HostScope.h"
+#include "aten/NativeDecision.h"
+#include "aten/OpRegistry.h"
+#include "runtime/NeuronRuntime.h"
+
+namespace torch_neuron {
+namespace {
+
+constexpr auto kNeuron = c10::DeviceType::PrivateUse1;
+
+bool is_neuron(const at::Tensor& t) { return t.defined() && t.device().type() == kNeuron; }
+
+bool is_optional_generator(const c10::TypePtr& ty) {
+  return ty->kind() == c10::TypeKind::OptionalType &&
+         ty->castRaw<c10::OptionalType>()->getElementType()->kind() == c10::TypeKind::GeneratorType;
+}
+
+c10::ScalarType first_dtype(c10::ScalarType cur, const at::Tensor& t) {
+  return cur == c10::ScalarType::Undefined ? t.scalar_type() : cur;
+}
+
+}  // namespace
+
+void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  const auto& args = schema.arguments();
+  const size_t nargs = args.size();
+  const size_t first = stack->size() - nargs;
+  OpInfo& info = op_info(op);
+
+  // Pass 1: the execution device, dtype and device consistency.
+  c10::DeviceIndex device = -1;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+  const at::Tensor* cpu_tensor = nullptr;
+  const at::Tensor* cpu_out = nullptr;
+  const bool maybe_native = !info.native_entry.empty();
+  bool is_out_arg = false;  // out= tensors are results, not operands of the kernel
+  auto visit = [&](const at::Tensor& t) {
+    if (!t.defined()) return;
+    if (t.device().type() == kNeuron) {
+      if (device < 0) {
+        device = t.device().index();
+      } else if (t.device().index() != device) {
+        device_mismatch(info.name, c10::Device(kNeuron, device), t.device());
+      }
+      dtype = first_dtype(dtype, t);
+    } else if (t.device().is_cpu() && is_out_arg && !cpu_out) {
+      cpu_out = &t;
+    } else if (t.device().is_cpu() && t.dim() > 0 && !cpu_tensor) {
+      cpu_tensor = &t;
+    }
+  };
+  c10::DeviceIndex device_arg = -1;
+  for (size_t i = first; i < stack->size(); ++i) {
+    const c10::IValue& v = (*stack)[i];
+    const auto* ai = args[i - first].alias_info();
+    is_out_arg = ai && ai->isWrite() && args[i - first].kwarg_only();
+    if (v.isTensor()) {
+      visit(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList()) visit(t);
+    } else if (v.isList()) {
+      for (const c10::IValue& e : v.toListRef()) {
+        if (e.isTensor()) visit(e.toTensor());
+      }
+    } else if (v.isDevice() && v.toDevice().type() == kNeuron) {
+      device_arg = v.toDevice().has_index() ? v.toDevice().index() : current_device();
+    }
+  }
+  if (device < 0) device = device_arg;
+  if (device < 0) {
+    // No neuron tensor or device: the op reached the backend through a neuron
+    // generator alone; the CPU kernel reports the mismatch as it would for CUDA.
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    return;
+  }
+  TORCH_CHECK(!cpu_out, "Expected out tensor to have device ", c10::Device(kNeuron, device),
+              ", but got cpu instead (when running ", info.name, " on neuron)");
+  if (cpu_tensor && !info.accepts_cpu_tensors && !info.is_view) {
+    device_mismatch(info.name, c10::Device(kNeuron, device), c10::Device(c10::DeviceType::CPU));
+  }
+  check_device_index(device);
+  CostInputs cost;
+  if (maybe_native) {
+    decide_native(info, dtype, c10::ArrayRef<c10::IValue>(stack->data() + first, nargs), cost);
+  }
+  if (!info.is_view && !cost.native) on_fallback(info, dtype);
+
+  // Pass 2: replace arguments by their host forms. The replaced device arguments stay
+  // owned here (moved, so without reference-count traffic): the scope borrows them.
+  c10::SmallVector<c10::IValue, 8> originals;
+  HostScope scope(device);
+  cost.low_precision = is_low_precision(dtype);
+  double matrix_k = 0, weight_per_out = 0;
+  for (size_t i = 0; i < nargs; ++i) {
+    c10::IValue& v = (*stack)[first + i];
+    if (v.isTensor()) {
+      if (!is_neuron(v.toTensor())) continue;
+      originals.push_back(std::move(v));
+      const at::Tensor& t = originals.back().toTensor();
+      cost.bytes_in += nbytes(t);
+      if (info.cls == OpClass::Matmul && static_cast<int>(i) == info.matrix_arg && t.dim() > 0) {
+        matrix_k = static_cast<double>(t.size(-1));
+      }
+      if (info.cls == OpClass::Convolution && i == 1 && t.dim() > 0 && t.size(0) > 0) {
+        weight_per_out = static_cast<double>(t.numel() / t.size(0));
+      }
+      v = scope.alias(t);
+    } else if (v.isTensorList()) {
+      originals.push_back(v);
+      auto list = v.toTensorList();
+      c10::List<at::Tensor> out;
+      out.reserve(list.size());
+      for (const at::Tensor& t : list) {
+        cost.bytes_in += is_neuron(t) ? nbytes(t) : 0.0;
+        out.push_back(scope.alias(t));
+      }
+      v = std::move(out);
+    } else if (v.isList() && args[i].type()->kind() == c10::TypeKind::ListType) {
+      bool any = false;
+      for (const c10::IValue& e : v.toListRef()) any = any || (e.isTensor() && is_neuron(e.toTensor()));
+      if (!any) continue;
+      originals.push_back(v);
+      c10::List<std::optional<at::Tensor>> out;
+      for (const c10::IValue& e : v.toListRef()) {
+        if (e.isTensor()) {
+          cost.bytes_in += nbytes(e.toTensor());
+          out.push_back(scope.alias(e.toTensor()));
+        } else {
+          out.push_back(std::nullopt);
+        }
+      }
+      v = std::move(out);
+    } else if (v.isDevice()) {
+      if (v.toDevice().type() == kNeuron) v = c10::Device(c10::DeviceType::CPU);
+    } else if (v.isGenerator() || (v.isNone() && is_optional_generator(args[i].type()))) {
+      // A CPU kernel would draw from a CPU generator: values would not follow the neuron
+      // generator's (seed, offset) counters. Every random op has a kernel in RandomKernels.cpp.
+      TORCH_CHECK_NOT_IMPLEMENTED(false, "neuron: ", info.name,
+                                  " draws random numbers and has no neuron random kernel");
+    }
+  }
+
+  // Device numerics: the tile kernel recomputes a native call's values (see NativeDecision.h).
+  const NativeExecutor numerics = cost.native ? native_executor() : nullptr;
+  std::vector<c10::IValue> numerics_args, numerics_inputs;
+  if (C10_UNLIKELY(numerics != nullptr)) {
+    numerics_args.assign(stack->begin() + first, stack->end());
+    numerics_inputs = native_inputs(schema, numerics_args);
+  }
+
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+
+  // Arguments the kernel mutated may have been resized or re-pointed.
+  scope.sync_all();
+  const size_t nret = schema.returns().size();
+  const size_t rfirst = stack->size() - nret;
+  if (C10_UNLIKELY(numerics != nullptr)) {
+    numerics(info, dtype, numerics_inputs, numerics_args,
+             c10::ArrayRef<c10::IValue>(stack->data() + rfirst, nret));
+  }
+  double out_numel = 0;
+  for (size_t j = rfirst; j < stack->size(); ++j) {
+    c10::IValue& v = (*stack)[j];
+    if (v.isTensor()) {
+      at::Tensor r = scope.result(v.toTensor());
+      if (r.defined()) {
+        cost.bytes_out += nbytes(r);
+        out_numel += static_cast<double>(r.numel());
+      }
+      v = std::move(r);
+    } else if (v.isTensorList()) {
+      auto list = v.toTensorList();
+      c10::List<at::Tensor> out;
+      out.reserve(list.size());
+      for (const at::Tensor& t : list) {
+        at::Tensor r = scope.result(t);
+        cost.bytes_out += nbytes(r);
+        out_numel += r.defined() ? static_cast<double>(r.numel()) : 0.0;
+        out.push_back(std::move(r));
+      }
+      v = std::move(out);
+    }
+  }
+  if (info.is_view) return;
+  switch (info.cls) {
+    case OpClass::Matmul:
+      cost.flops = 2.0 * out_numel * matrix_k;
+      break;
+    case OpClass::Convolution:
+      cost.flops = 2.0 * out_numel * weight_per_out;
+      break;
+    default:
+      cost.flops = std::max(out_numel, cost.bytes_in / std::max<double>(1.0, c10::elementSize(
+                                           dtype == c10::ScalarType::Undefined ? c10::ScalarType::Float : dtype)));
+  }
+  account(info, device, dtype, /*native=*/false, cost);
+}
+
+size_t register_functional_host_kernels() {
+  static size_t count = [] {
+    auto& dispatcher = c10::Dispatcher::singleton();
+    static auto* lib = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1,
+                                          __FILE__, __LINE__);
+    size_t n = 0;
+    for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+      if (name.name.rfind("aten::", 0) != 0) continue;
+      auto op = dispatcher.findOp(name);
+      if (!op || op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) continue;
+      // Foreach ops: one host execution (one launch) for the whole tensor list, as a
+      // fused multi-tensor kernel would be, instead of one op per tensor.
+      const bool foreach = name.name.rfind("aten::_foreach_", 0) == 0 &&
+                           op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
+      const bool structured_functional =
+          op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) &&
+          op->hasKernelForDispatchKey(c10::DispatchKey::CPU);
+      // Ops with both a CPU kernel and a composite one for other backends (native_layer_norm
+      // decomposes into batch_norm, native_group_norm, addr, ...): run CPU's kernel.
+      const bool cpu_over_composite =
+          op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) &&
+          op->hasKernelForDispatchKey(c10::DispatchKey::CPU);
+      if (!foreach && !structured_functional && !cpu_over_composite) continue;
+      std::string short_name = name.name.substr(6);
+      if (!name.overload_name.empty()) short_name += "." + name.overload_name;
+      lib->impl(short_name.c_str(), torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
+      ++n;
+    }
+    return n;
+  }();
+  return count;
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  // mode.values has only a CompositeExplicitAutograd kernel (at::native::mode_out), which
+  // refuses any device but CPU/CUDA/XPU before computing, so the functional mode worked on
+  // neuron and mode(..., out=) did not. Host execution runs that kernel on the host aliases
+  // (the CPU mode kernel, with out= resizing written back), as for other out= ops.
+  m.impl("mode.values", torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
+  // conj_physical_ likewise: its CompositeExplicitAutograd kernel calls conj_physical_stub
+  // for the tensor's device type, which has no neuron entry (an internal assert).
+  m.impl("conj_physical_", torch::CppFunction::makeFromBoxedFunction<&host_fallback>());
+}
+
+}  // namespace torch_neuron

@@ -1,0 +1,109 @@
+#include "aten/OpRegistry.h"
+
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+
+#include "runtime/NeuronRuntime.h"
+
+namespace torch_neuron {
+namespace {
+
+std::mutex g_mutex;
+std::deque<OpInfo> g_infos;  // stable addresses
+std::unordered_map<std::string, OpInfo*> g_by_name;
+thread_local std::unordered_map<const void*, OpInfo*> t_by_schema;
+
+bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+
+void classify(OpInfo& info, const c10::FunctionSchema* schema) {
+  const std::string base = info.name.substr(0, info.name.find('.'));
+  static const char* kMatmul[] = {"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm",
+                                  "aten::addbmm", "aten::mv", "aten::addmv", "aten::dot",
+                                  "aten::vdot", "aten::_addmm_activation", "aten::matmul",
+                                  "aten::linear", "aten::_int_mm"};
+  for (const char* m : kMatmul) {
+    if (base == m) {
+      info.cls = OpClass::Matmul;
+      info.matrix_arg = (base == "aten::addmm" || base == "aten::baddbmm" || base == "aten::addbmm" ||
+                         base == "aten::addmv" || base == "aten::_addmm_activation")
+                            ? 1
+                            : 0;
+    }
+  }
+  if (base.find("convolution") != std::string::npos || starts_with(base, "aten::conv")) {
+    info.cls = OpClass::Convolution;
+  }
+  static const char* kReductions[] = {"sum", "mean", "max", "min", "amax", "amin", "prod",
+                                      "norm", "var", "std", "argmax", "argmin", "logsumexp",
+                                      "softmax", "_softmax", "_log_softmax", "cumsum", "all", "any"};
+  for (const char* r : kReductions) {
+    if (base == std::string("aten::") + r) info.cls = OpClass::Reduction;
+  }
+  info.accepts_cpu_tensors = base.find("index") != std::string::npos;
+  if (schema) {
+    const auto& rets = schema->returns();
+    bool all_alias = !rets.empty();
+    for (const auto& r : rets) {
+      const auto* ai = r.alias_info();
+      if (!ai || ai->isWrite()) all_alias = false;
+    }
+    const auto& args = schema->arguments();
+    for (size_t i = 0; i < args.size(); ++i) {
+      const bool writes = args[i].alias_info() && args[i].alias_info()->isWrite();
+      if (writes) all_alias = false;
+      if (writes && args[i].kwarg_only() && i < 64) info.out_args |= uint64_t{1} << i;
+    }
+    if (all_alias) {
+      info.is_view = true;
+      info.cls = OpClass::View;
+    }
+  }
+}
+
+OpInfo& make_info(const std::string& name, const c10::FunctionSchema* schema) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = g_by_name.find(name);
+  if (it != g_by_name.end()) return *it->second;
+  g_infos.emplace_back();
+  OpInfo& info = g_infos.back();
+  info.name = name;
+  nsimRegisterName(name.c_str(), &info.name_id);
+  classify(info, schema);
+  g_by_name[name] = &info;
+  return info;
+}
+
+std::string full_name(const c10::OperatorName& n) {
+  return n.overload_name.empty() ? n.name : n.name + "." + n.overload_name;
+}
+
+}  // namespace
+
+OpInfo& op_info(const c10::OperatorHandle& op) {
+  const void* key = &op.schema();
+  auto it = t_by_schema.find(key);
+  if (C10_LIKELY(it != t_by_schema.end())) return *it->second;
+  OpInfo* info = &make_info(full_name(op.operator_name()), &op.schema());
+  t_by_schema.emplace(key, info);
+  return *info;
+}
+
+OpInfo& op_info_by_name(const std::string& name) {
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_by_name.find(name);
+    if (it != g_by_name.end()) return *it->second;
+  }
+  auto op = c10::Dispatcher::singleton().findOp(
+      c10::OperatorName(name.substr(0, name.find('.')),
+                        name.find('.') == std::string::npos ? "" : name.substr(name.find('.') + 1)));
+  return make_info(name, op ? &op->schema() : nullptr);
+}
+
+void for_each_op_info(const std::function<void(OpInfo&)>& fn) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (auto& info : g_infos) fn(info);
+}
+
+}  // namespace torch_neuron
