@@ -42,7 +42,7 @@ def test_scalar_forms_and_cost_classes_are_table_rows_and_known_classes(entry):
     if form is not None:
         assert entry.columns["binder"] == "binary"
         assert neuron_kernels.table()[form["entry"]].columns["binder"] == "scalar"
-        assert form["operand"] in binders._SCALAR_OPERAND and isinstance(form["commutes"], bool)
+        assert form["operand"] in binders.SCALAR_OPERANDS and isinstance(form["commutes"], bool)
 
 
 @pytest.mark.parametrize("entry", ROWS, ids=lambda e: e.aten)

@@ -155,7 +155,7 @@ def _bind_addmm(c):
 
 
 # How a number operand is served by the scalar form's kernel (op table column scalar_form.operand).
-_SCALAR_OPERAND = {
+SCALAR_OPERANDS = {
     "as_is": lambda v: v,
     "negated": lambda v: -v,
     "reciprocal": lambda v: 1.0 / v if v != 0 else float("inf"),
@@ -177,7 +177,7 @@ def _binary(c):
                 raise NotCovered(f"number {c.kind} tensor; the kernel's scalar form is tensor {c.kind} number")
             a, b = b, a
         x = c.operand(a, "self" if a is c["self"] else "other")
-        return [c.launch((x,), {"other": _scalar_of(b, _SCALAR_OPERAND[form["operand"]])}, entry=form["entry"])]
+        return [c.launch((x,), {"other": _scalar_of(b, SCALAR_OPERANDS[form["operand"]])}, entry=form["entry"])]
     a, b = c.tensor("self"), c.tensor("other")
     try:
         torch.broadcast_shapes(a.shape, b.shape)
