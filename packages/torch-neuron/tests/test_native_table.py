@@ -107,3 +107,42 @@ def test_host_view_refuses_a_non_contiguous_tensor():
     t = torch.randn(4, 6, device=DEV).t()
     with pytest.raises(ValueError, match="non-contiguous"):
         bridge.host_view(t)
+
+
+def _fallback_duration_ns(fn):
+    import neuron_sim
+    torch.neuron.synchronize()
+    before = len(neuron_sim.timeline(0))
+    fn()
+    torch.neuron.synchronize()
+    return [r.duration_ns for r in neuron_sim.timeline(0)[before:]][-1]
+
+
+MATMUL_FALLBACKS = {  # float64 has no kernel: these run on the host, costed by the backend's class
+    "aten::mm": lambda a, b: torch.mm(a, b),
+    "aten::bmm": lambda a, b: torch.bmm(a.unsqueeze(0), b.unsqueeze(0)),
+    "aten::addmm": lambda a, b: torch.addmm(b[0], a, b),
+}
+
+
+@pytest.mark.parametrize("op", sorted(MATMUL_FALLBACKS))
+def test_the_backends_host_cost_class_agrees_with_the_table(op):
+    """The C++ backend classifies ops for host-execution costs itself; its class shows in the
+    modelled duration of a compute-bound fallback (matmul peak vs vector peak)."""
+    fn = MATMUL_FALLBACKS[op]
+    n = 1024
+    a = torch.randn(n, n, dtype=torch.float64, device=DEV)
+    b = torch.randn(n, n, dtype=torch.float64, device=DEV)
+    got = _fallback_duration_ns(lambda: fn(a, b))
+    p = torch_neuron._C.get_device_properties(0)
+    nbytes = (3 if op != "aten::addmm" else 3 + 1 / n) * n * n * 8
+    memory = nbytes / p["hbm_bandwidth"] * 1e9
+    host = nbytes / p["host_link_bandwidth"] * 1e9 + 2 * p["dma_fixed_overhead_ns"]
+    by_class = {
+        "matmul": p["launch_overhead_ns"] + max(2.0 * n ** 3 / p["peak_flops_fp32"] * 1e9, memory) + host,
+        "other": p["launch_overhead_ns"] + max(2.0 * n * n / p["vector_flops_fp32"] * 1e9, memory) + host,
+    }
+    table_class = neuron_kernels.table()[op].columns["cost_class"]
+    want = by_class["matmul" if table_class == "matmul" else "other"]
+    assert abs(by_class["matmul"] - by_class["other"]) > 0.03 * want    # the classes are distinguishable
+    assert got == pytest.approx(want, rel=0.01), (op, table_class, got, by_class)
