@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """A user's own tile kernel trains a model on `neuron`: an MLP whose hidden activation is a
 fused bias + GELU written in the tile language (forward and backward kernels, registered with
-torch_neuron.nki.nki_op) tracks the same model built from PyTorch's reference ops on CPU, in
+torch_neuron.nki_op) tracks the same model built from PyTorch's reference ops on CPU, in
 eager mode and under torch.compile."""
 
 import copy
@@ -14,7 +14,7 @@ from torch import Tensor, nn
 
 import neuron_kernels.language as nl
 import torch_neuron
-from torch_neuron.nki import nki_op, wrap_nki
+from torch_neuron import nki_op, wrap_nki
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -37,6 +37,8 @@ class OpEntry:
     adapter: str
     dtypes: tuple
     notes: str = ""
+    # The row's other columns (how torch_neuron binds, executes and costs the op), uninterpreted here.
+    columns: dict = dataclasses.field(default_factory=dict, compare=False, hash=False)
 
     @property
     def _adapt(self):
@@ -82,7 +84,8 @@ def table() -> dict[str, OpEntry]:
         data = yaml.safe_load(f)
     out = {}
     for e in data["ops"]:
-        entry = OpEntry(e["aten"], e["adapter"], tuple(e["dtypes"]), e.get("notes", ""))
+        rest = {k: v for k, v in e.items() if k not in ("aten", "adapter", "dtypes", "notes")}
+        entry = OpEntry(e["aten"], e["adapter"], tuple(e["dtypes"]), e.get("notes", ""), rest)
         if not hasattr(adapters, entry.adapter):
             raise ValueError(f"op_table.yaml: {entry.aten} names adapter {entry.adapter!r}, "
                              f"which neuron_kernels/adapters.py does not define")

@@ -16,7 +16,9 @@ import torch
 import torch.nn.functional as F
 import torch_neuron
 from torch import nn
-from torch_neuron._native import _executed_names
+from torch_neuron.native import estimate
+from torch_neuron.native import numerics as device_numerics
+from torch_neuron.native.install import executed_as
 
 neuron_kernels = pytest.importorskip("neuron_kernels")
 
@@ -157,31 +159,30 @@ CASES = {
 
 # Table ops the backend never executes under their own name: PyTorch decomposes them (or
 # has no host kernel for them) before PrivateUse1 sees the call.
+# Calls of the rows torch never hands to the backend (op table column ``dispatched`` says why).
 NOT_REACHED = {
-    "aten::matmul": (lambda: torch.matmul(torch.randn(4, 8, device=DEV), torch.randn(8, 3, device=DEV)),
-                     "CompositeImplicitAutograd: runs as aten::mm"),
-    "aten::linear": (lambda: F.linear(torch.randn(4, 8, device=DEV), torch.randn(3, 8, device=DEV)),
-                     "CompositeImplicitAutograd: runs as aten::mm / aten::addmm"),
-    "aten::embedding": (lambda: F.embedding(torch.tensor([1, 2], device=DEV), torch.randn(5, 8, device=DEV)),
-                        "CompositeExplicitAutograd: runs as aten::index_select"),
-    "aten::cross_entropy_loss": (
-        lambda: F.cross_entropy(torch.randn(4, 5, device=DEV), torch.tensor([0, 1, 2, 3], device=DEV)),
-        "CompositeImplicitAutograd: runs as aten::_log_softmax + aten::nll_loss_forward"),
-    "aten::_fused_rms_norm": (lambda: F.rms_norm(torch.randn(4, 8, device=DEV), (8,), eps=1e-6),
-                              "torch composes rms_norm from mean/rsqrt/mul for this backend"),
+    "aten::matmul": lambda: torch.matmul(torch.randn(4, 8, device=DEV), torch.randn(8, 3, device=DEV)),
+    "aten::linear": lambda: F.linear(torch.randn(4, 8, device=DEV), torch.randn(3, 8, device=DEV)),
+    "aten::embedding": lambda: F.embedding(torch.tensor([1, 2], device=DEV), torch.randn(5, 8, device=DEV)),
+    "aten::cross_entropy_loss": lambda: F.cross_entropy(torch.randn(4, 5, device=DEV),
+                                                        torch.tensor([0, 1, 2, 3], device=DEV)),
+    "aten::_fused_rms_norm": lambda: F.rms_norm(torch.randn(4, 8, device=DEV), (8,), eps=1e-6),
 }
 
 
+def _executed_names(op):
+    return executed_as(neuron_kernels.table()[op])
+
+
 def test_every_table_op_is_checked_or_listed_as_not_reached():
-    table = {op for op, _ in neuron_kernels.native_ops()}
-    assert set(CASES) | set(NOT_REACHED) == table
-    assert not set(CASES) & set(NOT_REACHED)
+    table = neuron_kernels.table()
+    assert set(CASES) == {op for op, e in table.items() if e.columns["dispatched"] is True}
+    assert set(NOT_REACHED) == {op for op, e in table.items() if e.columns["dispatched"] is not True}
 
 
 @pytest.mark.parametrize("op", sorted(NOT_REACHED))
 def test_not_reached_ops_really_do_not_reach_the_backend(op, numerics):
-    fn, _why = NOT_REACHED[op]
-    fn()
+    NOT_REACHED[op]()
     assert op not in torch_neuron.get_executed_ops()
 
 
@@ -208,15 +209,14 @@ def _unreached_calls(dtype):
 @pytest.mark.parametrize("op", sorted(NOT_REACHED))
 def test_bindings_of_ops_the_backend_does_not_receive(op, dtype):
     """What host execution would hand the executor, on host tensors, against fp32 references."""
-    from torch_neuron import _native
     args, expect = _unreached_calls(dtype)[op]
     results = [torch.full(e[0].shape, float("nan"), dtype=e[1]) if isinstance(e, tuple) else e for e in expect]
-    _native.clear_device_numerics_stats()
-    _native._execute(op, op, {torch.float32: "Float", torch.bfloat16: "BFloat16"}[dtype], args, args, results)
+    device_numerics.clear_device_numerics_stats()
+    device_numerics.execute(op, op, {torch.float32: "Float", torch.bfloat16: "BFloat16"}[dtype], args, args, results)
     for r, e in zip(results, expect):
         if isinstance(e, tuple):
             torch.testing.assert_close(r.float(), e[0].to(e[1]).float(), **TOL[dtype])
-    assert _native.device_numerics_stats() == {(op, str(dtype)[6:]): 1}
+    assert device_numerics.device_numerics_stats() == {(op, str(dtype)[6:]): 1}
 
 
 def _compare(got, exp, dtype):
@@ -355,12 +355,12 @@ def test_attributes_outside_the_kernel_fall_back_with_a_reason(case, enabled):
 
 
 def test_decisions_are_cached_across_changing_learning_rates():
-    from torch_neuron import _C, _native
+    from torch_neuron import _C
     calls = []
 
     def counting(op, entry, dtype, args):
         calls.append(op)
-        return _native._estimate(op, entry, dtype, args)
+        return estimate.estimate(op, entry, dtype, args)
     _C.set_native_estimator(counting)                     # also empties the decision cache
     try:
         p = torch.nn.Parameter(torch.randn(130, 70, device=DEV))
@@ -371,7 +371,7 @@ def test_decisions_are_cached_across_changing_learning_rates():
             opt.step()
         assert calls.count("aten::_fused_adamw_") == 1, calls
     finally:
-        _C.set_native_estimator(_native._estimate)
+        _C.set_native_estimator(estimate.estimate)
 
 
 def test_kernel_failures_surface_with_op_shapes_and_switch(monkeypatch, numerics):
@@ -389,6 +389,25 @@ def test_kernel_failures_surface_with_op_shapes_and_switch(monkeypatch, numerics
     msg = str(info.value)
     assert "aten::exp" in msg and "(130, 70)" in msg and "TORCH_NEURON_DEVICE_NUMERICS" in msg
     assert "exceeds" in msg                           # the simulator's own reason
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_kernels_read_operands_in_device_memory_without_copies(monkeypatch, numerics, dtype):
+    from neuron_kernels import adapters
+    from torch_neuron.native import bridge
+    real, seen = adapters.exp, []
+
+    def recording(a):
+        if not isinstance(a, neuron_kernels.TensorSpec):
+            seen.append(a)
+        return real(a)
+    monkeypatch.setattr(adapters, "exp", recording)
+    x = torch.randn(130, 70, device=DEV).to(dtype)
+    y = torch.exp(x)
+    assert len(seen) == 1
+    # The operand the kernel read is the device tensor's bytes (its host alias), not a copy.
+    assert seen[0].ctypes.data == bridge.host_view(x).ctypes.data
+    torch.testing.assert_close(y.cpu().float(), torch.exp(x.cpu().float()).to(dtype).float(), **TOL[dtype])
 
 
 def _mlp_gpt(vocab=40, d=32, heads=2):

@@ -7,7 +7,8 @@ table's estimator once; a call that differs in any of them is decided again."""
 import pytest
 import torch
 import torch_neuron
-from torch_neuron import _C, _native
+from torch_neuron import _C
+from torch_neuron.native import estimate as _estimate_mod
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -22,13 +23,13 @@ def decisions():
     def counting(op, entry, dtype, args):
         if op == "aten::add.Tensor":
             calls.append(args)
-        return _native._estimate(op, entry, dtype, args)
+        return _estimate_mod.estimate(op, entry, dtype, args)
 
     _C.set_native_estimator(counting)
     try:
         yield calls
     finally:
-        _C.set_native_estimator(_native._estimate)
+        _C.set_native_estimator(_estimate_mod.estimate)
 
 
 def _adds(a, b, **kw):

@@ -1,6 +1,6 @@
 # Copyright 2026 The torch-neuron authors
 # SPDX-License-Identifier: Apache-2.0
-"""User tile kernels as torch ops (torch_neuron.nki): values against CPU float64 references,
+"""User tile kernels as torch ops (torch_neuron.nki_op): values against CPU float64 references,
 autograd, FakeTensor / torch.compile, the device timeline, in-place kernels and errors."""
 
 import pytest
@@ -13,7 +13,7 @@ import neuron_kernels.language as nl
 import neuron_sim
 import torch_neuron
 from neuron_sim.isa import PartitionError
-from torch_neuron.nki import nki_op, wrap_nki
+from torch_neuron import nki_op, wrap_nki
 
 pytestmark = pytest.mark.timeout(120)
 

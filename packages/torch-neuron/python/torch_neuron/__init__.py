@@ -56,15 +56,15 @@ from . import fallback  # noqa: E402  (the fallback warning policy, TORCH_NEURON
 fallback.install()
 
 from . import _exit  # noqa: E402
-from . import _native  # noqa: E402
+from . import native  # noqa: E402  (the torch-to-kernel bridge: op table, nki_op)
 from . import _module_compat  # noqa: E402
 from . import _dynamo_interface  # noqa: E402
 from . import amp  # noqa: E402
 from . import distributed  # noqa: E402  (registers the c10d backend "neuron")
 
-_native.install(_C.get_device_properties(0)["profile"] if _C.device_count() else "trn2")
+native.install(_C.get_device_properties(0)["profile"] if _C.device_count() else "trn2")
 if _env.get_bool("TORCH_NEURON_DEVICE_NUMERICS"):
-    _native.set_device_numerics(True)
+    native.set_device_numerics(True)
 if _env.get_bool("TORCH_NEURON_BACKWARD_ON_CALLER"):
     torch._C._set_multithreading_enabled(False)
 _module_compat.install()
@@ -80,7 +80,7 @@ if _workarounds is not None:
     _workarounds.install()
 
 
-from .nki import NKIKernel, nki_op, wrap_nki  # noqa: E402
+from .native import NKIKernel, nki_op, wrap_nki  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- op tracking
@@ -104,11 +104,11 @@ def get_op_stats() -> list[dict]:
     return [dict(op=op, dtype=dtype, native=n, fallback=f) for op, dtype, n, f in _C.op_counts()]
 
 
-native_rejections = _native.native_rejections
-set_device_numerics = _native.set_device_numerics
-device_numerics_enabled = _native.device_numerics_enabled
-device_numerics_stats = _native.device_numerics_stats
-clear_device_numerics_stats = _native.clear_device_numerics_stats
+native_rejections = native.native_rejections
+set_device_numerics = native.set_device_numerics
+device_numerics_enabled = native.device_numerics_enabled
+device_numerics_stats = native.device_numerics_stats
+clear_device_numerics_stats = native.clear_device_numerics_stats
 
 
 def clear_op_tracking() -> None:

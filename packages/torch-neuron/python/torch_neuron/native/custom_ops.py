@@ -7,7 +7,7 @@ and registered as ``torch.library`` custom ops::
 
     import neuron_kernels.language as nl
     from torch import Tensor
-    from torch_neuron.nki import nki_op
+    from torch_neuron import nki_op
 
     @nki_op("mylib::scaled_add")
     @nl.jit
@@ -42,7 +42,6 @@ tensors, so the op is one opaque node in compiled graphs.
 from __future__ import annotations
 
 import contextlib
-import functools
 import inspect
 import threading
 import typing
@@ -51,19 +50,9 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 import torch
 
-from . import _C
+from .bridge import account_launch, device_profile, host_view, isa_dtype, torch_of_isa
 
 __all__ = ["NKIKernel", "nki_op", "wrap_nki"]
-
-# torch dtypes with an ISA element type (neuron_sim.isa.dtypes). Trn2's non-OCP float8_e4m3
-# has no torch dtype and is reachable only inside kernels.
-_ISA_DTYPES = {
-    torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
-    torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2",
-    torch.int32: "int32", torch.uint32: "uint32", torch.int16: "int16", torch.int8: "int8",
-    torch.uint8: "uint8",
-}
-_TORCH_DTYPES = {v: k for k, v in _ISA_DTYPES.items()}
 
 _state = threading.local()
 
@@ -74,43 +63,9 @@ def _lang():
     return nl
 
 
-def _isa_dtype(t: torch.Tensor, what: str) -> str:
-    try:
-        return _ISA_DTYPES[t.dtype]
-    except KeyError:
-        raise TypeError(f"{what}: dtype {t.dtype} has no tile-language element type; supported: "
-                        f"{', '.join(str(d) for d in _ISA_DTYPES)}. Convert the tensor (e.g. .float()) "
-                        "before the call.") from None
-
-
 def _is_fake(t: torch.Tensor) -> bool:
     from torch._subclasses.fake_tensor import is_fake
     return t.device.type == "meta" or is_fake(t)
-
-
-def _host_view(t: torch.Tensor, np_dtype) -> np.ndarray:
-    """A numpy view of ``t``'s bytes (no copy): the runtime's host alias for ``neuron`` tensors."""
-    shape = tuple(t.shape)
-    if t.numel() == 0:
-        return np.empty(shape, np_dtype)
-    if t.device.type == "neuron":
-        import neuron_sim
-        return neuron_sim.alias_array(t.data_ptr(), shape, np_dtype)
-    return t.detach().reshape(-1).view(torch.uint8).numpy().view(np_dtype).reshape(shape)
-
-
-@functools.lru_cache(maxsize=None)
-def _profile_of(index: int) -> str:
-    return _C.get_device_properties(index)["profile"]
-
-
-def _device_profile(device: torch.device) -> str:
-    return _profile_of(device.index if device.index is not None else _C.current_device())
-
-
-def _place_on_timeline(op: str, dtype: torch.dtype, device: int, kernel_ns: float) -> None:
-    """Counts one native execution of ``op`` and puts the launch on the current stream."""
-    _C.launch_native_kernel(op, dtype, device, float(kernel_ns))
 
 
 class _OpCall:
@@ -132,7 +87,7 @@ def _op_call(name: str):
     finally:
         _state.op = prev
     if call.device is not None:
-        _place_on_timeline(call.name, call.dtype, call.device, call.kernel_ns)
+        account_launch(call.name, call.dtype, call.device, call.kernel_ns)
 
 
 class NKIKernel:
@@ -170,7 +125,7 @@ class NKIKernel:
         def spec(x, where):
             if isinstance(x, torch.Tensor):
                 tensors.append(x)
-                return nl.TensorSpec(tuple(int(s) for s in x.shape), _isa_dtype(x, f"{self.name}: {where}"))
+                return nl.TensorSpec(tuple(int(s) for s in x.shape), isa_dtype(x.dtype, f"{self.name}: {where}"))
             if isinstance(x, (list, tuple)) and any(isinstance(e, torch.Tensor) for e in x):
                 raise TypeError(f"{self.name}: {where} is a sequence of tensors; pass each tensor as its own "
                                 "argument (kernel inputs are single HBM tensors)")
@@ -197,15 +152,11 @@ class NKIKernel:
     def _resolve(self, args, kwargs):
         sargs, skw, tensors = self._specs(args, kwargs)
         dev = self._device(tensors)
-        profile = _device_profile(dev) if dev.type == "neuron" else None
+        profile = device_profile(dev) if dev.type == "neuron" else None
         return sargs, skw, tensors, dev, profile
 
     def _output(self, buf) -> torch.dtype:
-        try:
-            return _TORCH_DTYPES[buf.dtype]
-        except KeyError:
-            raise TypeError(f"{self.name}: output {buf.name} has element type {buf.dtype}, which has no torch "
-                            f"dtype; return it as one of {', '.join(_TORCH_DTYPES)}") from None
+        return torch_of_isa(buf.dtype, f"{self.name}: output {buf.name}")
 
     # -- entry points --------------------------------------------------------------------------
     def programs(self, *args, **kwargs):
@@ -233,13 +184,13 @@ class NKIKernel:
         if call is None and torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             raise RuntimeError(
                 f"{self.name}: a wrapped kernel has no autograd formula, and an input requires grad. Register "
-                "the kernel as an op with torch_neuron.nki.nki_op and add its backward with "
+                "the kernel as an op with torch_neuron.nki_op and add its backward with "
                 ".register_autograd(...), or call it under torch.no_grad().")
         outs = self._run(programs, tensors, dev)
         if dev.type == "neuron":
             ns = self.kernel.schedule(*sargs, grid=self.grid, profile=profile, **skw).latency_ns
             if call is None:
-                _place_on_timeline(f"nki::{self.name}", tensors[0].dtype, dev.index, ns)
+                account_launch(f"nki::{self.name}", tensors[0].dtype, dev.index, ns)
             else:
                 call.kernel_ns += ns
                 call.device = dev.index
@@ -248,7 +199,7 @@ class NKIKernel:
 
     def _run(self, programs, tensors: list[torch.Tensor], dev: torch.device) -> list[torch.Tensor]:
         from neuron_sim.isa import execute
-        from neuron_sim.isa.dtypes import FLOAT_TYPES, np_dtype
+        from neuron_sim.isa.dtypes import FLOAT_TYPES
 
         prog = programs[0]
         inputs = []
@@ -258,7 +209,7 @@ class NKIKernel:
                     raise RuntimeError(f"{self.name}: input {i} is updated in place by the kernel and must be "
                                        f"contiguous (shape {tuple(t.shape)}, stride {t.stride()})")
                 t = tensors[i] = t.contiguous()
-            inputs.append(_host_view(t, np_dtype(b.dtype)))
+            inputs.append(host_view(t))
         outs: list[torch.Tensor] = []
         views: list[np.ndarray] = []
         for b in prog.outputs:
@@ -268,7 +219,7 @@ class NKIKernel:
                 views.append(inputs[k])
                 continue
             t = torch.empty(b.shape, dtype=self._output(b), device=dev)
-            v = _host_view(t, np_dtype(b.dtype))
+            v = host_view(t)
             # Unwritten output elements read as the simulator's poison (NaN / 4), as on the device.
             v[...] = np.nan if b.dtype in FLOAT_TYPES else 4
             outs.append(t)

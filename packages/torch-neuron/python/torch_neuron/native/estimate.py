@@ -1,0 +1,62 @@
+# Copyright 2026 The torch-neuron authors
+# SPDX-License-Identifier: Apache-2.0
+"""Device time of a native call: its kernel's simulated engine schedule (timing only).
+
+The backend asks once per call signature (shapes, dtypes, attribute values; cached in C++);
+-1 means the call runs as a fallback, and ``native_rejections()`` keeps the reason.
+"""
+from __future__ import annotations
+
+from . import binders
+from .binders import AsFloat, Deferred, Launch
+from .bridge import NotCovered, name_of_c10, operand_dtype
+
+_rejections: dict[tuple[str, str, tuple], str] = {}
+profile = "trn2"
+
+
+def spec_dtype(t) -> str:
+    """The element type a kernel operand is traced with."""
+    if isinstance(t, AsFloat):
+        return "float32"
+    return operand_dtype(binders.unwrap(t).dtype)
+
+
+def attrs(launch: Launch, running: bool) -> dict:
+    """A launch's attributes: their values when running, representatives when timing."""
+    out = {k: (v.read() if running else v.placeholder) if isinstance(v, Deferred) else v
+           for k, v in launch.attrs.items()}
+    if not running:
+        # A kernel's schedule depends on whether a constant is 0 or 1 (an instruction it can
+        # skip), not on its value; one representative keeps lr schedules, eps, ... from
+        # re-simulating the schedule (the C++ signature classifies numbers the same way).
+        out = {k: 0.5 if isinstance(v, float) and v not in (0.0, 1.0) else v for k, v in out.items()}
+    return out
+
+
+def estimate(op: str, entry_name: str, c10_dtype: str, args: list) -> float:
+    """Simulated device ns of one call of ``op`` served by table entry ``entry_name``, or -1."""
+    import neuron_kernels
+
+    dtype = name_of_c10(c10_dtype)
+    key = (op, dtype, binders.tensor_shapes(args))
+    entry = neuron_kernels.lookup(entry_name, dtype)
+    if entry is None:
+        _rejections[key] = f"no kernel for dtype {dtype}"
+        return -1.0
+    try:
+        total = 0.0
+        for ln in binders.bind(op, entry, dtype, args):
+            kernel = neuron_kernels.lookup(ln.entry, dtype) if ln.entry else entry
+            shapes = [None if t is None else tuple(binders.unwrap(t).shape) for t in ln.tensors]
+            dtypes = ["float32" if t is None else spec_dtype(t) for t in ln.tensors]
+            total += float(kernel.estimate_ns(shapes, dtypes, profile=profile, **attrs(ln, False)))
+        return total
+    except Exception as e:  # noqa: BLE001 - any binding or adapter failure means "not covered"
+        _rejections[key] = str(e) if isinstance(e, NotCovered) else f"{type(e).__name__}: {e}"
+        return -1.0
+
+
+def native_rejections() -> dict[tuple[str, str, tuple], str]:
+    """Calls of table ops that ran as fallback: (op, dtype, argument shapes) -> the reason."""
+    return dict(_rejections)

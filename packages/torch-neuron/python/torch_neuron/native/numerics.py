@@ -1,0 +1,113 @@
+# Copyright 2026 The torch-neuron authors
+# SPDX-License-Identifier: Apache-2.0
+"""Device-numerics mode: a native call's values come from its tile kernel (ISA simulator).
+
+The CPU kernel still runs first (it allocates and shapes the outputs); then the kernel reads
+its operands through zero-copy host views of their storage and its results overwrite the
+outputs. TORCH_NEURON_DEVICE_NUMERICS=1 at import or ``set_device_numerics(True)`` turns it on.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .. import _C
+from . import binders, estimate
+from .binders import AsFloat, Checked
+from .bridge import NotCovered, from_numpy, host_view, name_of_c10
+
+NUMERICS_ENV = "TORCH_NEURON_DEVICE_NUMERICS"
+_executions: dict[tuple[str, str], int] = {}
+installed = False
+
+
+def _operand(t) -> np.ndarray:
+    """A kernel operand as numpy: a view of the tensor's bytes unless it must be converted."""
+    if isinstance(t, Checked):
+        t.check()
+    as_float = isinstance(t, AsFloat)
+    t = binders.unwrap(t).detach()
+    if as_float:
+        t = t.float()
+    t = t.resolve_conj().resolve_neg()
+    if not t.is_contiguous():
+        t = t.contiguous()
+    return host_view(t)
+
+
+def _write(target: torch.Tensor, value) -> None:
+    arr = np.ascontiguousarray(value)
+    if arr.size != target.numel():
+        raise RuntimeError(f"the kernel returned {arr.shape} ({arr.size} elements) for a result of "
+                           f"shape {tuple(target.shape)}")
+    if target.is_contiguous() and target.numel():
+        view = host_view(target)
+        if view.dtype == arr.dtype:
+            np.copyto(view, arr.reshape(view.shape))
+            return
+    target.copy_(from_numpy(arr).reshape(target.shape))
+
+
+def execute(op: str, entry_name: str, c10_dtype: str, inputs: list, args: list, results: list) -> None:
+    """Recomputes a native call's results with its tile kernel (called from host execution)."""
+    import neuron_kernels
+
+    dtype = name_of_c10(c10_dtype)
+    shapes = binders.tensor_shapes(inputs)
+    try:
+        entry = neuron_kernels.lookup(entry_name, dtype)
+        if entry is None:
+            raise NotCovered(f"no kernel for dtype {dtype}")
+        with torch.no_grad():
+            launches = binders.bind(op, entry, dtype, inputs, results, args)
+            for ln in launches:
+                kernel = neuron_kernels.lookup(ln.entry, dtype) if ln.entry else entry
+                arrays = [None if t is None else _operand(t) for t in ln.tensors]
+                out = kernel.run(*arrays, **estimate.attrs(ln, True))
+                outs = out if isinstance(out, tuple) else (out,)
+                if len(outs) < len(ln.targets):
+                    raise RuntimeError(f"the kernel returned {len(outs)} results for {len(ln.targets)} outputs")
+                for target, value in zip(ln.targets, outs):
+                    if target is not None:
+                        _write(target, value)
+            for ln in launches:
+                key = (ln.entry or entry_name, dtype)
+                _executions[key] = _executions.get(key, 0) + 1
+    except Exception as e:  # noqa: BLE001 - reported with the op, its shapes and the switch
+        kind = "is outside the kernel's coverage" if isinstance(e, NotCovered) else "failed"
+        raise RuntimeError(
+            f"neuron device numerics ({NUMERICS_ENV}=1): the tile kernel of {op} ({dtype}, "
+            f"argument shapes {list(shapes)}) {kind}: {type(e).__name__}: {e}. Unset {NUMERICS_ENV} "
+            "(or call torch_neuron.set_device_numerics(False)) to take this op's values from the host "
+            "reference path.") from None
+
+
+def set_device_numerics(enabled: bool) -> None:
+    """Device-numerics mode: native ops' values come from their tile kernels (ISA simulator).
+
+    Much slower than the host reference path (the simulator interprets every instruction);
+    meant for checking kernels and low-precision numerics on small models.
+    """
+    if enabled:
+        if not installed:
+            raise RuntimeError(f"{NUMERICS_ENV}=1 / set_device_numerics(True) needs neuron_kernels "
+                               "(pip install neuron-kernels): no native kernels are registered")
+        _C.set_native_executor(execute)
+    else:
+        _C.set_native_executor(None)
+
+
+def device_numerics_enabled() -> bool:
+    return bool(_C.native_executor_set())
+
+
+def device_numerics_stats() -> dict[tuple[str, str], int]:
+    """Tile-kernel executions in device-numerics mode: (op-table entry, dtype) -> launches.
+
+    Keyed by the kernel that ran: aten::abs.out runs aten::abs's kernel, ``x + 2.5``
+    (aten::add.Tensor with a number) runs aten::add.Scalar's."""
+    return dict(_executions)
+
+
+def clear_device_numerics_stats() -> None:
+    _executions.clear()
