@@ -3,6 +3,7 @@
 """Runtime APIs a user relies on: torch.accelerator, streams and events on the simulated
 device clock, memory statistics, out-of-memory recovery, fallback accounting."""
 
+import gc
 import json
 import os
 import subprocess
@@ -257,6 +258,7 @@ def test_empty_cache_returns_cached_blocks():
 def test_empty_cache_returns_small_blocks_reused_in_a_loop():
     # Small blocks freed and reallocated at the same size are reused without merging; they
     # still count as inactive split memory and go back to the device on empty_cache.
+    gc.collect()  # garbage of earlier tests in this worker must not be freed mid-test
     torch.neuron.empty_cache()
     reserved0 = torch.neuron.memory_reserved()
     allocated0 = torch.neuron.memory_allocated()
