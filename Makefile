@@ -25,12 +25,14 @@ pkg_files = $(wildcard $(shell git ls-files --cached --others --exclude-standard
               find packages/$(1) -type f -not -path '*/build/*' -not -path '*/__pycache__/*' \
               -not -path '*/.pytest_cache/*' -not -path '*.egg-info/*' -not -name '*.so' 2>/dev/null))
 
-.PHONY: install test demo bench test-upstream lint patched-torch clean help test-cpp
+.PHONY: install test demo bench test-upstream lint patched-torch clean help test-cpp test-pkg
 
 help:
 	@echo "make install        create $(VENV), install torch==2.13.0, every package ($(PRESENT)) and $(ECOSYSTEM_REQUIREMENTS)"
 	@echo "                    (TORCH_NEURONX_API=0 leaves out torch-neuronx-api, e.g. to keep AWS's torch-neuronx)"
 	@echo "make test           install when needed, run every package's tests and tests/"
+	@echo "make test-pkg PKG=<name>  one package's pytest suite and C++ tests (ctest), e.g. PKG=neuron-ccl"
+	@echo "make test-cpp       every package's C++ tests (ctest)"
 	@echo "make demo           the main job: train a small GPT on 'neuron' and on CPU, side by side"
 	@echo "make bench          benchmarks (ratios against a baseline measured in the same run)"
 	@echo "make test-upstream  PyTorch's device-generic tests against 'neuron'"
@@ -74,21 +76,32 @@ $(STAMPS)/ecosystem: $(STAMPS)/venv $(ECOSYSTEM_REQUIREMENTS) | $(foreach p,$(PR
 install: $(foreach p,$(PRESENT),$(STAMPS)/$(p)) \
          $(if $(wildcard $(ECOSYSTEM_REQUIREMENTS)),$(STAMPS)/ecosystem)
 
+# The C++ tests of package $(1), when its CMakeLists has a *_BUILD_TESTS option.
+define CTEST_PKG
+if grep -q "BUILD_TESTS" packages/$(1)/CMakeLists.txt 2>/dev/null; then \
+  opt=$$(grep -o '[A-Z_]*_BUILD_TESTS' packages/$(1)/CMakeLists.txt | head -1); \
+  echo "== ctest $(1)"; \
+  cmake -S packages/$(1) -B packages/$(1)/build/ctest -G Ninja -DCMAKE_BUILD_TYPE=Release --no-warn-unused-cli \
+    -D$$opt=ON -D$${opt%_BUILD_TESTS}_BUILD_PYTHON=OFF -DPython_EXECUTABLE=$(abspath $(PY)) \
+    -DCMAKE_PREFIX_PATH="$$($(PY) -c 'import pybind11;print(pybind11.get_cmake_dir())')" >/dev/null && \
+  cmake --build packages/$(1)/build/ctest -j $(JOBS) >/dev/null && \
+  (cd packages/$(1)/build/ctest && ctest --output-on-failure -j $(JOBS)) || exit 1; \
+fi
+endef
+
 test-cpp: install
-	@for p in $(PRESENT); do \
-	  if grep -q "BUILD_TESTS" packages/$$p/CMakeLists.txt 2>/dev/null; then \
-	    opt=$$(grep -o '[A-Z_]*_BUILD_TESTS' packages/$$p/CMakeLists.txt | head -1); \
-	    echo "== ctest $$p"; \
-	    cmake -S packages/$$p -B packages/$$p/build/ctest -G Ninja -DCMAKE_BUILD_TYPE=Release --no-warn-unused-cli \
-	      -D$$opt=ON -D$${opt%_BUILD_TESTS}_BUILD_PYTHON=OFF -DPython_EXECUTABLE=$(abspath $(PY)) \
-	      -DCMAKE_PREFIX_PATH="$$($(PY) -c 'import pybind11;print(pybind11.get_cmake_dir())')" >/dev/null && \
-	    cmake --build packages/$$p/build/ctest -j $(JOBS) >/dev/null && \
-	    (cd packages/$$p/build/ctest && ctest --output-on-failure -j $(JOBS)) || exit 1; \
-	  fi; \
-	done
+	@for p in $(PRESENT); do $(call CTEST_PKG,$$p); done
 
 # Package suites that run in parallel workers; the rest start processes of their own.
 PARALLEL_SUITES := neuron-sim neuron-kernels torch-neuron
+
+# One package's suites: `make test-pkg PKG=neuron-ccl` runs its pytest, then its ctest.
+test-pkg: install
+	@if [ -z "$(PKG)" ] || ! echo " $(PRESENT) " | grep -q " $(PKG) "; then \
+	  echo "make test-pkg PKG=<name>: name one of $(PRESENT)"; exit 2; fi
+	@echo "== pytest packages/$(PKG)/tests"
+	@$(PYTEST) $(if $(filter $(PKG),$(PARALLEL_SUITES)),-n $(JOBS)) packages/$(PKG)/tests
+	@p=$(PKG); $(call CTEST_PKG,$$p)
 
 test: install test-cpp
 	@set -e; for p in $(PRESENT); do \

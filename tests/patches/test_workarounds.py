@@ -80,6 +80,51 @@ def test_grad_scaler_workaround(with_workarounds):
 @pytest.mark.torch_workaround("0001")
 def test_workarounds_warn_once_and_only_when_applied(with_workarounds):
     applied = [pid for pid, st in with_workarounds["status"].items() if st == "applied"]
+    # 0014 only keeps the Parameter objects vanilla torch would replace, and stays silent.
     findings = {"0001": "F01", "0002": "F02"}
-    expected = sorted(f"torch_neuron workaround {pid} ({findings[pid]}) is active" for pid in applied)
+    expected = sorted(f"torch_neuron workaround {pid} ({findings[pid]}) is active" for pid in applied if pid in findings)
     assert with_workarounds["warnings"] == expected
+
+
+_TIED = textwrap.dedent(
+    """
+    import json
+    import torch, torch_neuron
+
+    emb = torch.nn.Embedding(8, 4)
+    head = torch.nn.Linear(4, 8, bias=False)
+    head.weight = emb.weight
+    model = torch.nn.ModuleDict({"emb": emb, "head": head})
+    before = model["emb"].weight
+    model.to("neuron")
+    print("RESULT " + json.dumps({
+        "status": torch_neuron.workarounds.status()["0014"],
+        "fixed_in_torch": torch._has_compatible_shallow_copy_type(torch.empty(1), torch.empty(1, device="neuron")),
+        "same_object": model["emb"].weight is before,
+        "tied": model["emb"].weight is model["head"].weight,
+        "device": model["head"].weight.device.type,
+    }))
+    """
+)
+
+
+def _run_tied(disable: bool) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_NEURON_DISABLE_WORKAROUNDS"}
+    if disable:
+        env["TORCH_NEURON_DISABLE_WORKAROUNDS"] = "1"
+    proc = subprocess.run([sys.executable, "-c", _TIED], capture_output=True, text=True, env=env, timeout=300,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):])
+
+
+def test_module_to_keeps_tied_parameters_and_honours_the_switch():
+    on, off = _run_tied(disable=False), _run_tied(disable=True)
+    assert on["device"] == off["device"] == "neuron"
+    # Enabled: the objects survive the move whether torch has the fix or the workaround does.
+    assert on["status"] == ("not needed" if on["fixed_in_torch"] else "applied")
+    assert on["same_object"] and on["tied"]
+    # Disabled: torch's own behaviour, which on a torch without patch 0014 replaces the Parameter.
+    assert off["status"] == "disabled"
+    assert off["same_object"] == off["fixed_in_torch"]

@@ -2,7 +2,7 @@
 """Adapters from ATen argument conventions to kernel launches.
 
 An adapter takes the op's tensor arguments (numpy arrays to run, or TensorSpecs to time)
-plus its non-tensor attributes, and returns a ``Launch``: the kernel, its arguments in the
+plus its non-tensor attributes, and returns a ``KernelCall``: the kernel, its arguments in the
 kernel's canonical layout (e.g. [128, n/128] views for elementwise ops) and a function that
 maps the kernel's outputs back to the op's results. Layout changes are host-side views.
 """
@@ -21,7 +21,9 @@ from .language import Kernel, TensorSpec
 
 
 @dataclasses.dataclass
-class Launch:
+class KernelCall:
+    """A kernel with its arguments in the kernel's layout and the map from its outputs to the op's results."""
+
     kernel: Kernel
     args: tuple
     kwargs: dict
@@ -76,11 +78,11 @@ def _same(x):
 
 # -- matmul family ----------------------------------------------------------------------------
 def mm(a, b):
-    return Launch(K.matmul, (a, b), {}, _same)
+    return KernelCall(K.matmul, (a, b), {}, _same)
 
 
 def bmm(a, b):
-    return Launch(K.bmm, (a, b), {}, _same)
+    return KernelCall(K.bmm, (a, b), {}, _same)
 
 
 def matmul(a, b):
@@ -88,7 +90,7 @@ def matmul(a, b):
         return mm(a, b)
     if len(_shape(a)) == 3 and len(_shape(b)) == 2:
         B, M, Kd = _shape(a)
-        return Launch(K.matmul, (_re(a, (B * M, Kd)), b), {}, lambda o: o.reshape(B, M, -1))
+        return KernelCall(K.matmul, (_re(a, (B * M, Kd)), b), {}, lambda o: o.reshape(B, M, -1))
     return bmm(a, b)
 
 
@@ -96,11 +98,11 @@ def linear(x, weight, bias=None):
     lead = _shape(x)[:-1]
     x2 = _re(x, (int(np.prod(lead)), _shape(x)[-1]))
     args = (x2, weight) if bias is None else (x2, weight, bias)
-    return Launch(K.linear, args, {}, lambda o: o.reshape(*lead, -1))
+    return KernelCall(K.linear, args, {}, lambda o: o.reshape(*lead, -1))
 
 
 def addmm(bias, x, w):
-    return Launch(K.linear, (x, w, _re(bias, (_shape(bias)[-1],))), {"transpose_weight": False}, _same)
+    return KernelCall(K.linear, (x, w, _re(bias, (_shape(bias)[-1],))), {"transpose_weight": False}, _same)
 
 
 # -- elementwise ------------------------------------------------------------------------------
@@ -108,7 +110,7 @@ def _binary(op):
     def f(a, b):
         shape = tuple(np.broadcast_shapes(_shape(a), _shape(b)))
         v = _flat2d(shape)
-        return Launch(K.binary, (_re(_bcast(a, shape), v), _re(_bcast(b, shape), v)), {"op": op},
+        return KernelCall(K.binary, (_re(_bcast(a, shape), v), _re(_bcast(b, shape), v)), {"op": op},
                       lambda o: o.reshape(shape))
     return f
 
@@ -120,7 +122,7 @@ maximum, minimum = _binary("maximum"), _binary("minimum")
 def _scalar(op):
     def f(a, other):
         shape = _shape(a)
-        return Launch(K.binary_scalar, (_re(a, _flat2d(shape)),), {"scalar": float(other), "op": op},
+        return KernelCall(K.binary_scalar, (_re(a, _flat2d(shape)),), {"scalar": float(other), "op": op},
                       lambda o: o.reshape(shape))
     return f
 
@@ -131,7 +133,7 @@ add_scalar, mul_scalar = _scalar("add"), _scalar("multiply")
 def _unary(func):
     def f(a):
         shape = _shape(a)
-        return Launch(K.unary, (_re(a, _flat2d(shape)),), {"func": func}, lambda o: o.reshape(shape))
+        return KernelCall(K.unary, (_re(a, _flat2d(shape)),), {"func": func}, lambda o: o.reshape(shape))
     return f
 
 
@@ -148,7 +150,7 @@ def _act_backward(func):
     def f(grad, x):
         shape = _shape(x)
         v = _flat2d(shape)
-        return Launch(K.activation_backward, (_re(grad, v), _re(x, v)), {"func": func}, lambda o: o.reshape(shape))
+        return KernelCall(K.activation_backward, (_re(grad, v), _re(x, v)), {"func": func}, lambda o: o.reshape(shape))
     return f
 
 
@@ -164,7 +166,7 @@ def _reduction(op, mean=False):
         I = int(np.prod(shape[d + 1:]))
         out_shape = tuple(1 if i == d else s for i, s in enumerate(shape)) if keepdim else \
             tuple(s for i, s in enumerate(shape) if i != d)
-        return Launch(K.reduce, (_re(x, (O, shape[d], I)),), {"op": op, "scale": 1.0 / shape[d] if mean else 1.0},
+        return KernelCall(K.reduce, (_re(x, (O, shape[d], I)),), {"op": op, "scale": 1.0 / shape[d] if mean else 1.0},
                       lambda o: o.reshape(out_shape))
     return f
 
@@ -179,7 +181,7 @@ def _softmax_like(kernel):
         xl = _move_last(x, d)
         ls = _shape(xl)
         x2 = _re(xl, (int(np.prod(ls[:-1])), ls[-1]))
-        return Launch(kernel, (x2,), {}, lambda o: np.moveaxis(o.reshape(ls), -1, d))
+        return KernelCall(kernel, (x2,), {}, lambda o: np.moveaxis(o.reshape(ls), -1, d))
     return f
 
 
@@ -192,7 +194,7 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
     C = shape[-1]
     lead = shape[:-1]
     args = (_re(x, (int(np.prod(lead)), C)), weight, bias)
-    return Launch(K.layer_norm, args, {"eps": float(eps)},
+    return KernelCall(K.layer_norm, args, {"eps": float(eps)},
                   lambda o: (o[0].reshape(shape), o[1].reshape(*lead, 1), o[2].reshape(*lead, 1)))
 
 
@@ -201,14 +203,14 @@ def layer_norm_backward(grad, x, mean, rstd, weight=None):
     C = shape[-1]
     R = int(np.prod(shape[:-1]))
     args = (_re(grad, (R, C)), _re(x, (R, C)), _re(rstd, (R, 1)), weight, _re(mean, (R, 1)))
-    return Launch(K.norm_backward, args, {}, lambda o: (o[0].reshape(shape), o[1].reshape(C), o[2].reshape(C)))
+    return KernelCall(K.norm_backward, args, {}, lambda o: (o[0].reshape(shape), o[1].reshape(C), o[2].reshape(C)))
 
 
 def rms_norm(x, weight=None, eps=1e-6):
     shape = _shape(x)
     C = shape[-1]
     lead = shape[:-1]
-    return Launch(K.rms_norm, (_re(x, (int(np.prod(lead)), C)), weight), {"eps": float(eps)},
+    return KernelCall(K.rms_norm, (_re(x, (int(np.prod(lead)), C)), weight), {"eps": float(eps)},
                   lambda o: (o[0].reshape(shape), o[1].reshape(*lead, 1)))
 
 
@@ -216,13 +218,13 @@ def rms_norm(x, weight=None, eps=1e-6):
 def embedding(weight, indices):
     ishape = _shape(indices)
     n = int(np.prod(ishape))
-    return Launch(K.embedding, (weight, _re(_cast(indices, "int32"), (n, 1))), {},
+    return KernelCall(K.embedding, (weight, _re(_cast(indices, "int32"), (n, 1))), {},
                   lambda o: o.reshape(*ishape, -1))
 
 
 def cross_entropy(logits, target, reduction="mean"):
     n = _shape(logits)[0]
-    return Launch(K.cross_entropy, (logits, _re(_cast(target, "int32"), (n, 1))), {"reduction": reduction},
+    return KernelCall(K.cross_entropy, (logits, _re(_cast(target, "int32"), (n, 1))), {"reduction": reduction},
                   lambda o: o[0].reshape(()) if reduction != "none" else o[1].reshape(n))
 
 
@@ -231,7 +233,7 @@ def sdpa(q, k, v, is_causal=False, scale=None):
     lead = shape[:-2]
     BH = int(np.prod(lead))
     args = (_re(q, (BH,) + shape[-2:]), _re(k, (BH,) + _shape(k)[-2:]), _re(v, (BH,) + _shape(v)[-2:]))
-    return Launch(K.sdpa_fwd, args, {"causal": bool(is_causal), "scale": scale},
+    return KernelCall(K.sdpa_fwd, args, {"causal": bool(is_causal), "scale": scale},
                   lambda o: (o[0].reshape(shape), o[1].reshape(*lead, shape[-2])))
 
 
@@ -242,7 +244,7 @@ def sdpa_backward(grad_out, q, k, v, out, lse, is_causal=False, scale=None):
     r3 = lambda t, s: _re(t, (BH,) + s[-2:])  # noqa: E731
     args = (r3(q, shape), r3(k, kshape), r3(v, kshape), r3(out, shape), r3(grad_out, shape),
             _re(lse, (BH, shape[-2], 1)))
-    return Launch(K.sdpa_bwd, args, {"causal": bool(is_causal), "scale": scale},
+    return KernelCall(K.sdpa_bwd, args, {"causal": bool(is_causal), "scale": scale},
                   lambda o: (o[0].reshape(shape), o[1].reshape(kshape), o[2].reshape(kshape)))
 
 
@@ -252,4 +254,4 @@ def adamw(param, grad, exp_avg, exp_avg_sq, lr=1e-3, beta1=0.9, beta2=0.999, eps
     args = tuple(_re(t, v) for t in (param, grad, exp_avg, exp_avg_sq))
     kw = dict(lr=float(lr), beta1=float(beta1), beta2=float(beta2), eps=float(eps),
               weight_decay=float(weight_decay), step=int(step))
-    return Launch(K.adamw, args, kw, lambda o: tuple(t.reshape(shape) for t in o))
+    return KernelCall(K.adamw, args, kw, lambda o: tuple(t.reshape(shape) for t in o))

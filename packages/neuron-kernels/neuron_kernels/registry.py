@@ -44,7 +44,7 @@ class OpEntry:
     def _adapt(self):
         return getattr(adapters, self.adapter)
 
-    def launch(self, *args, **attrs) -> adapters.Launch:
+    def launch(self, *args, **attrs) -> adapters.KernelCall:
         return self._adapt(*args, **attrs)
 
     def run(self, *arrays, **attrs):

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import neuron_sim as ns
-from neuron_sim import docgen, envvars, profile_table
+from neuron_sim import docgen, env, profile_table
 from nsim_child import child_env
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1]
@@ -21,8 +21,8 @@ ENV_DOC = PACKAGE / "docs" / "environment.md"
 @pytest.mark.parametrize("path", [README, ENV_DOC], ids=lambda p: p.name)
 def test_env_table_matches_registry(path):
     block = docgen.extract(path.read_text(), "env-table", str(path))
-    assert block == envvars.markdown(), (
-        f"{path} is out of date; run python -m neuron_sim.env --write {path}")
+    assert block == env.markdown(), (
+        f"{path} is out of date; run python -m neuron_sim.env_table --write {path}")
     for var in ns.env_registry():
         assert f"`{var.name}`" in block
 
@@ -46,17 +46,17 @@ def test_registry_lists_the_documented_variables():
 def test_generator_check_and_write(tmp_path):
     doc = tmp_path / "doc.md"
     doc.write_text("intro\n<!-- env-table:begin -->\n| stale |\n<!-- env-table:end -->\ntail\n")
-    cmd = [sys.executable, "-m", "neuron_sim.env"]
+    cmd = [sys.executable, "-m", "neuron_sim.env_table"]
     stale = subprocess.run(cmd + ["--check", str(doc)], capture_output=True, text=True, env=child_env())
     assert stale.returncode == 1 and "out of date" in stale.stdout
     subprocess.run(cmd + ["--write", str(doc)], check=True, env=child_env())
     text = doc.read_text()
     assert text.startswith("intro\n") and text.endswith("<!-- env-table:end -->\ntail\n")
-    assert docgen.extract(text, "env-table") == envvars.markdown()
+    assert docgen.extract(text, "env-table") == env.markdown()
     fresh = subprocess.run(cmd + ["--check", str(doc)], capture_output=True, text=True, env=child_env())
     assert fresh.returncode == 0, fresh.stdout + fresh.stderr
     printed = subprocess.run(cmd + ["--markdown"], capture_output=True, text=True, env=child_env())
-    assert printed.stdout == envvars.markdown() and printed.stderr == ""
+    assert printed.stdout == env.markdown() and printed.stderr == ""
 
 
 def test_missing_markers_are_reported(tmp_path):

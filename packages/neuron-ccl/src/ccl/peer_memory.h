@@ -30,6 +30,11 @@ struct RemoteRef {
   uint64_t offset = 0;
 };
 
+inline bool overlaps(const void* a, size_t an, const void* b, size_t bn) {
+  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return an && bn && x < y + bn && y < x + an;
+}
+
 class LocalMemory {
  public:
   // Finds the memfd of every device of this process. Throws Error on failure.

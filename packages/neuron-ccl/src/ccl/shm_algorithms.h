@@ -1,5 +1,5 @@
 // All-reduce algorithms of the shared-memory transport that exchange data between pairs of
-// ranks step by step (the direct oneshot / twoshot algorithms live in communicator.cpp).
+// ranks step by step (the direct oneshot / twoshot algorithms live in shm_collectives.cpp).
 //
 // They pull: a rank reads its peers' published buffers in place (single copy) and waits only
 // for the peers whose data it needs, through per-rank progress counters, so consecutive

@@ -3,7 +3,8 @@
 
 from .attention import sdpa_bwd, sdpa_fwd
 from .elementwise import activation_backward, binary, binary_scalar, unary
-from .embedding import cross_entropy, embedding
+from .cross_entropy import cross_entropy
+from .embedding import embedding
 from .matmul import bmm, linear, matmul
 from .norm import layer_norm, norm_backward, rms_norm
 from .optim import adamw

@@ -77,7 +77,10 @@ def _is_tile(x) -> bool:
 
 
 class Tile(_Value):
-    """A view of an SBUF or PSUM tile; the first dimension is the partition dimension."""
+    """A view of an SBUF or PSUM tile; the first dimension is the partition dimension.
+
+    Its arithmetic operators (``a + b``, ``t += x``) are the tile language's elementwise ops;
+    ops.py, which defines those, installs them (ops imports this module, not the reverse)."""
 
     __slots__ = ("producer", "_inplace")
 
@@ -110,63 +113,6 @@ class Tile(_Value):
             builder().memset(dst, float(value))
         else:
             raise TypeError(f"cannot assign {type(value).__name__} to a tile; assign a tile or a number")
-
-    def __iadd__(self, value):
-        from . import ops
-        b = builder()
-        if isinstance(value, Tile) and value.producer is not None and value.producer.op == "nc_matmul" \
-                and value.producer.idx == len(b.instrs) - 1:
-            p = value.producer
-            b.retarget(p, self.acc)
-            p.attrs["accumulate"] = True
-            value.producer = None
-        else:
-            ops._binary_into(self.acc, self, value, "add")
-        self._inplace = True
-        return self
-
-    def _inplace_op(self, value, op):
-        from . import ops
-        ops._binary_into(self.acc, self, value, op)
-        self._inplace = True
-        return self
-
-    def __isub__(self, v):
-        return self._inplace_op(v, "subtract")
-
-    def __imul__(self, v):
-        return self._inplace_op(v, "multiply")
-
-    def __itruediv__(self, v):
-        return self._inplace_op(v, "divide")
-
-    def __add__(self, o):
-        from . import ops
-        return ops.add(self, o)
-
-    __radd__ = __add__
-
-    def __sub__(self, o):
-        from . import ops
-        return ops.subtract(self, o)
-
-    def __rsub__(self, o):
-        from . import ops
-        return ops.subtract(o, self)
-
-    def __mul__(self, o):
-        from . import ops
-        return ops.multiply(self, o)
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, o):
-        from . import ops
-        return ops.divide(self, o)
-
-    def __neg__(self):
-        from . import ops
-        return ops.multiply(self, -1.0)
 
     def __repr__(self):
         return f"Tile({self.acc!r}, shape={self.shape}, dtype={self.dtype}, buffer={self.buffer})"

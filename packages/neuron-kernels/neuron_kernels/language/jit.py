@@ -120,7 +120,7 @@ class Kernel:
         functools.update_wrapper(self, fn)
 
     def __getitem__(self, grid):
-        return _Launch(self, grid)
+        return GridLaunch(self, grid)
 
     # stage 1+2 ------------------------------------------------------------------------------
     def programs(self, *args, grid=1, profile=None, **kwargs) -> tuple[Program, ...]:
@@ -167,7 +167,9 @@ class Kernel:
         return self.schedule(*args, grid=grid, profile=profile, **kwargs).latency_ns
 
 
-class _Launch:
+class GridLaunch:
+    """``kernel[grid]``: the kernel bound to a launch grid, run or scheduled with it."""
+
     def __init__(self, kernel: Kernel, grid):
         self.kernel = kernel
         self.grid = grid

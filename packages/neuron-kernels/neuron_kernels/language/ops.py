@@ -287,3 +287,38 @@ def iota(shape, dtype="float32", base=0, partition_step=0, free_step=1) -> Tile:
     t = _fresh(shape, dtype_name(dtype))
     t.producer = builder().iota(t.acc, base=base, partition_step=partition_step, free_step=free_step)
     return t
+
+
+# -- Tile operators ---------------------------------------------------------------------------
+def _tile_iadd(self, value):
+    b = builder()
+    if isinstance(value, Tile) and value.producer is not None and value.producer.op == "nc_matmul" \
+            and value.producer.idx == len(b.instrs) - 1:
+        p = value.producer
+        b.retarget(p, self.acc)
+        p.attrs["accumulate"] = True
+        value.producer = None
+    else:
+        _binary_into(self.acc, self, value, "add")
+    self._inplace = True
+    return self
+
+
+def _tile_inplace(op):
+    def f(self, value):
+        _binary_into(self.acc, self, value, op)
+        self._inplace = True
+        return self
+    return f
+
+
+Tile.__add__ = Tile.__radd__ = lambda self, o: add(self, o)
+Tile.__sub__ = lambda self, o: subtract(self, o)
+Tile.__rsub__ = lambda self, o: subtract(o, self)
+Tile.__mul__ = Tile.__rmul__ = lambda self, o: multiply(self, o)
+Tile.__truediv__ = lambda self, o: divide(self, o)
+Tile.__neg__ = lambda self: multiply(self, -1.0)
+Tile.__iadd__ = _tile_iadd
+Tile.__isub__ = _tile_inplace("subtract")
+Tile.__imul__ = _tile_inplace("multiply")
+Tile.__itruediv__ = _tile_inplace("divide")

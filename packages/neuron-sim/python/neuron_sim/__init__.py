@@ -26,7 +26,7 @@ from .device import (
     reset_peak_counters,
     synchronize,
 )
-from .envvars import EnvVar, env_registry, env_values
+from .env import EnvVar, env_registry, env_values
 from .errors import (
     ConfigError,
     DeviceLostError,

@@ -16,7 +16,7 @@ import json
 import sys
 
 from . import device as _device
-from .envvars import env_registry, env_values
+from .env import env_registry, env_values
 from .errors import NeuronSimError
 from .profile_table import instance_type
 

@@ -1,23 +1,42 @@
-"""``python -m neuron_sim.env``: the environment-variable table, generated from the runtime's registry.
+"""The environment variables the runtime reads: one typed registry, owned by the C++ runtime.
 
-Prints the table (``--markdown``) that the package README and docs/environment.md
-carry between their ``env-table`` markers, checks those copies (``--check``) or
-rewrites them (``--write``).
+The runtime reads the variables at ``init()``; ``shutdown()`` then the next
+call (or a new process) applies changed values. ``python -m neuron_sim.env_table``
+prints the registry as the Markdown table the docs carry.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
+import os
+from typing import NamedTuple
 
-from .docgen import run_doc_command
-from .envvars import markdown
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m neuron_sim.env", description=__doc__.splitlines()[0])
-    return run_doc_command(parser, argv, "env-table", markdown)
+from . import _C
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+class EnvVar(NamedTuple):
+    name: str
+    type: str        # string | int | bool | core_list | bytes
+    default: str
+    meaning: str
+
+
+def env_registry() -> list[EnvVar]:
+    """Every environment variable the runtime reads, in registry order."""
+    return [EnvVar(*row) for row in _C.env_registry()]
+
+
+def env_values() -> dict[str, str | None]:
+    """The current process environment's value of each registered variable (None: unset)."""
+    return {var.name: os.environ.get(var.name) or None for var in env_registry()}
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown() -> str:
+    lines = ["| Variable | Type | Default | Meaning |", "|---|---|---|---|"]
+    for var in env_registry():
+        lines.append(f"| `{var.name}` | {var.type} | {_cell(var.default)} | {_cell(var.meaning)} |")
+    return "\n".join(lines) + "\n"
+

@@ -72,42 +72,6 @@ bool report_with_python(const OpInfo& info, c10::ScalarType dtype, bool rejected
       .cast<bool>();
 }
 
-py::dict properties_dict(int device) {
-  const nsimDeviceProperties& p = device_properties(device);
-  py::dict d;
-  d["name"] = std::string(p.name);
-  d["profile"] = std::string(p.profile);
-  d["device"] = p.device;
-  d["chip"] = p.chip;
-  d["logical_core"] = p.logical_core;
-  d["lnc"] = p.lnc;
-  d["physical_cores_per_chip"] = p.physical_cores_per_chip;
-  d["logical_cores_per_chip"] = p.logical_cores_per_chip;
-  d["total_memory"] = p.hbm_capacity;
-  d["hbm_bandwidth"] = p.hbm_bandwidth;
-  d["host_link_bandwidth"] = p.host_link_bandwidth;
-  d["peak_flops_bf16"] = p.peak_flops_bf16;
-  d["peak_flops_fp32"] = p.peak_flops_fp32;
-  d["peak_flops_fp8"] = p.peak_flops_fp8;
-  d["vector_flops_fp32"] = p.vector_flops_fp32;
-  d["tensor_clock_hz"] = p.tensor_clock_hz;
-  d["vector_clock_hz"] = p.vector_clock_hz;
-  d["scalar_clock_hz"] = p.scalar_clock_hz;
-  d["gpsimd_clock_hz"] = p.gpsimd_clock_hz;
-  d["sbuf_partitions"] = p.sbuf_partitions;
-  d["sbuf_bytes_per_partition"] = p.sbuf_bytes_per_partition;
-  d["psum_bytes_per_partition"] = p.psum_bytes_per_partition;
-  d["psum_banks"] = p.psum_banks;
-  d["dma_engines"] = p.dma_engines;
-  d["dma_engine_bandwidth"] = p.dma_engine_bandwidth;
-  d["dma_fixed_overhead_ns"] = p.dma_fixed_overhead_ns;
-  d["launch_overhead_ns"] = p.launch_overhead_ns;
-  d["chip_link_bandwidth"] = p.chip_link_bandwidth;
-  d["major"] = p.compute_capability_major;
-  d["minor"] = p.compute_capability_minor;
-  return d;
-}
-
 }  // namespace
 }  // namespace torch_neuron
 
@@ -125,7 +89,12 @@ PYBIND11_MODULE(_C, m) {
   m.def("device_count", [] { return static_cast<int>(device_count()); });
   m.def("current_device", [] { return static_cast<int>(current_device()); });
   m.def("set_device", [](int d) { set_current_device(static_cast<c10::DeviceIndex>(d)); });
-  m.def("get_device_properties", [](int d) { return properties_dict(d); });
+  // neuron_sim's dictionary of the device's figures (its key names), after torch's index check:
+  // one source for both packages.
+  m.def("get_device_properties", [](int d) {
+    device_properties(static_cast<c10::DeviceIndex>(d));
+    return py::module_::import("neuron_sim._C").attr("device_properties")(d);
+  });
   m.def("_get_default_generator", [](int d) {
     return py::reinterpret_steal<py::object>(
         THPGenerator_initDefaultGenerator(default_generator(static_cast<c10::DeviceIndex>(d))));

@@ -57,7 +57,6 @@ fallback.install()
 
 from . import _exit  # noqa: E402
 from . import native  # noqa: E402  (the torch-to-kernel bridge: op table, nki_op)
-from . import _module_compat  # noqa: E402
 from . import _dynamo_interface  # noqa: E402
 from . import amp  # noqa: E402
 from . import distributed  # noqa: E402  (registers the c10d backend "neuron")
@@ -67,7 +66,6 @@ if _env.get_bool("TORCH_NEURON_DEVICE_NUMERICS"):
     native.set_device_numerics(True)
 if _env.get_bool("TORCH_NEURON_BACKWARD_ON_CALLER"):
     torch._C._set_multithreading_enabled(False)
-_module_compat.install()
 _exit.install()
 _dynamo_interface.install()
 amp.install()

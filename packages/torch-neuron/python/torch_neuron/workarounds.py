@@ -3,7 +3,8 @@
 
 Each workaround is keyed to the patch in ``patches/`` that fixes torch itself. It is
 installed only when the running torch lacks that fix (checked on torch's own code, not
-its version string), and it warns once, the first time it changes behaviour.
+its version string), and it warns once, the first time it changes behaviour (0014, which
+only keeps the Parameter objects torch would replace, is silent).
 
 ``TORCH_NEURON_DISABLE_WORKAROUNDS=1`` installs none of them; the patch proof tests
 (``python -m tools.patches matrix``) run that way to show the unpatched behaviour.
@@ -12,6 +13,7 @@ its version string), and it warns once, the first time it changes behaviour.
 |-------|---------|--------------------------------------|
 | 0001  | F01     | ``torch.utils.checkpoint`` does not replay the neuron RNG: wrong gradients with dropout |
 | 0002  | F02     | ``GradScaler()`` / ``ShardedGradScaler()`` default to CUDA and disable loss scaling |
+| 0014  | tied weights | ``Module.to("neuron")`` replaces every Parameter: tied weights untie, optimizers made before the move update stale tensors |
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import importlib.machinery
 import inspect
 import logging
 import sys
+import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -179,6 +182,67 @@ def _apply_grad_scaler() -> None:
         sys.meta_path.insert(0, _PatchOnImport())
 
 
+# --- 0014 (tied weights): Module.to keeps Parameter identity ----------------------------
+# ``Module._apply`` keeps a Parameter object only when
+# ``torch._has_compatible_shallow_copy_type(old, new)`` holds; in torch 2.13 the C++ check
+# (``TensorImpl::has_compatible_shallow_copy_type``) lists CPU, CUDA, MPS, HIP, XPU, HPU and
+# MTIA but not PrivateUse1, so moving a module to or from neuron replaces every Parameter.
+# The fix is C++ (no repacked wheel can carry it): until torch has it, ``_apply`` is wrapped,
+# and after the stock conversion each replaced Parameter's contents are swapped into the
+# original object (``torch.utils.swap_tensors``) and every owner points at it again.
+_apply_state = threading.local()
+_original_module_apply = torch.nn.Module._apply
+
+
+def _shallow_copy_fixed() -> bool:
+    return torch._has_compatible_shallow_copy_type(torch.empty(1), torch.empty(1, device=_backend_name()))
+
+
+def _crosses_backend(old: torch.Tensor, new: torch.Tensor) -> bool:
+    name = _backend_name()
+    return old.device.type != new.device.type and name in (old.device.type, new.device.type)
+
+
+def _restore_parameters(owners: dict) -> None:
+    for old, places in owners.values():
+        replaced = [(m, n, m._parameters.get(n)) for m, n in places]
+        first_new = next((p for _, _, p in replaced if p is not None and p is not old), None)
+        if first_new is None or not _crosses_backend(old, first_new):
+            continue
+        keep = old
+        try:
+            torch.utils.swap_tensors(old, first_new)
+        except RuntimeError as e:
+            warnings.warn(
+                f"torch_neuron: could not keep the identity of a Parameter moved to/from neuron ({e}); "
+                "tied parameters stay tied but the Parameter objects are new.", stacklevel=3)
+            keep = first_new
+        for module, name, _ in replaced:
+            module._parameters[name] = keep
+
+
+def _module_apply(self, fn, recurse: bool = True):
+    if getattr(_apply_state, "active", False) or torch.__future__.get_swap_module_params_on_conversion():
+        return _original_module_apply(self, fn, recurse)
+    owners: dict = {}
+    for module in (self.modules() if recurse else [self]):
+        for name, p in module._parameters.items():
+            if p is not None:
+                owners.setdefault(id(p), (p, []))[1].append((module, name))
+    _apply_state.active = True
+    try:
+        _original_module_apply(self, fn, recurse)
+    finally:
+        _apply_state.active = False
+    _restore_parameters(owners)
+    return self
+
+
+def _apply_module_identity() -> None:
+    if torch.nn.Module._apply is _original_module_apply:
+        torch.nn.Module._apply = _module_apply
+
+
 _WORKAROUNDS = (
     Workaround(
         "0001",
@@ -195,6 +259,14 @@ _WORKAROUNDS = (
         "(vanilla torch defaults them to 'cuda' and disables scaling)",
         _grad_scaler_fixed,
         _apply_grad_scaler,
+    ),
+    Workaround(
+        "0014",
+        "tied weights",
+        "Module.to('neuron') keeps Parameter objects, so tied weights stay tied "
+        "(vanilla torch replaces every Parameter of a PrivateUse1 module)",
+        _shallow_copy_fixed,
+        _apply_module_identity,
     ),
 )
 _BY_ID = {w.patch_id: w for w in _WORKAROUNDS}

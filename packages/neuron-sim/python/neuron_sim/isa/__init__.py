@@ -12,7 +12,9 @@ from .dtypes import DTYPES, dtype_name
 from .errors import (BankError, CapacityError, DTypeError, IsaError, MemoryKindError, PartitionError,
                      ShapeError)
 from .execute import execute
-from .program import HBM, PSUM, SBUF, Access, Buffer, Instr, Program, ProgramBuilder, register_internal_path
+from .access import HBM, PSUM, SBUF, Access, Buffer
+from .builder import ProgramBuilder, register_internal_path
+from .program import Instr, Program
 from .timing import Schedule, instr_cost, schedule, schedule_grid
 
 __all__ = [

@@ -15,7 +15,8 @@ import numpy as np
 
 from .dtypes import FLOAT_TYPES, np_dtype, poison
 from .errors import IsaError, ShapeError
-from .program import Access, Program
+from .access import Access
+from .program import Program
 
 _F32 = np.float32
 

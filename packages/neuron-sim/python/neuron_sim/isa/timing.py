@@ -16,7 +16,8 @@ import json
 from typing import Sequence
 
 from . import costs as _costs
-from .program import HBM, PSUM, SBUF, Instr, Program
+from .access import HBM, PSUM, SBUF
+from .program import Instr, Program
 
 ENGINE_LABEL = {"tensor": "TensorE", "vector": "VectorE", "scalar": "ScalarE", "gpsimd": "GpSimdE"}
 _16BIT = ("bfloat16", "float16")

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Any, Iterable, Optional, Union
 
+import neuron_sim
 import torch
 
 from .. import _C
@@ -121,10 +123,17 @@ class device_of(device):
 
 
 class _DeviceProperties:
-    """Figures of one logical NeuronCore of the active profile (see neuron-ls)."""
+    """Figures of one logical NeuronCore of the active profile (see neuron-ls).
 
-    def __init__(self, figures: dict):
-        self.__dict__.update(figures)
+    Every field of ``neuron_sim.DeviceProperties`` (the runtime's one source of device figures),
+    plus the names torch.cuda users read: ``total_memory`` (``hbm_capacity``) and ``major`` /
+    ``minor`` (``compute_capability_major`` / ``_minor``)."""
+
+    def __init__(self, props: "neuron_sim.DeviceProperties"):
+        self.__dict__.update(dataclasses.asdict(props))
+        self.total_memory = props.total_memory
+        self.major = props.compute_capability_major
+        self.minor = props.compute_capability_minor
 
     def __repr__(self) -> str:
         return (f"_NeuronDeviceProperties(name='{self.name}', profile='{self.profile}', "
@@ -133,7 +142,8 @@ class _DeviceProperties:
 
 
 def get_device_properties(device: _DeviceLike = None) -> _DeviceProperties:
-    return _DeviceProperties(_C.get_device_properties(_index(device)))
+    # _C checks the index as torch does, then hands over neuron_sim's dictionary.
+    return _DeviceProperties(neuron_sim.DeviceProperties(**_C.get_device_properties(_index(device))))
 
 
 def get_device_name(device: _DeviceLike = None) -> str:
