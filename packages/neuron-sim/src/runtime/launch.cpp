@@ -20,6 +20,10 @@ NSIM_API nsimError nsimLaunch(nsimQueue queue, uint32_t name_id, nsimLaunchKind 
   Device* d = q->device;
   nsimError err = check_device(d, "nsimLaunch");
   if (err != NSIM_SUCCESS) return err;
+  if (consume_device_lost_fault(d->index)) {
+    d->lost.store(true);
+    return check_device(d, "nsimLaunch");
+  }
   if (!(duration_ns >= 0.0) || std::isinf(duration_ns) ||
       static_cast<unsigned>(kind) > NSIM_LAUNCH_HOST_FUNC) {
     return set_error(NSIM_ERROR_INVALID_VALUE,

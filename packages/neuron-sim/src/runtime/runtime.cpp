@@ -199,7 +199,9 @@ NSIM_API nsimError nsimInit(void) {
     rt->space.destroy();
     return set_error(err, "%s", g_init_message.c_str());
   }
-  g_runtime.store(rt.release(), std::memory_order_release);
+  Runtime* live = rt.release();
+  g_runtime.store(live, std::memory_order_release);
+  arm_faults_from_config(live->config);
   g_init_pid = getpid();
   static const bool fork_handler = [] {
     pthread_atfork(nullptr, nullptr, &mark_forked_child);

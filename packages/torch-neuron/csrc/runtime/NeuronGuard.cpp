@@ -121,8 +121,13 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     TORCH_CHECK(start && end,
                 "Both events must be recorded before calculating elapsed time.");
     float ms = 0;
-    NEURON_CHECK(nsimEventElapsedTime(&ms, static_cast<nsimEvent>(start),
-                                      static_cast<nsimEvent>(end)));
+    const nsimError err = nsimEventElapsedTime(&ms, static_cast<nsimEvent>(start),
+                                               static_cast<nsimEvent>(end));
+    // torch.cuda.Event checks the timing flag itself (CUDAEvent.h): a RuntimeError.
+    TORCH_CHECK(err != NSIM_ERROR_TIMING_DISABLED,
+                "Both events must be created with argument 'enable_timing=True'. (neuron: ",
+                nsimGetLastErrorMessage(), ")");
+    NEURON_CHECK(err);
     return ms;
   }
 };
