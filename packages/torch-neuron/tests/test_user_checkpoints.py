@@ -96,35 +96,49 @@ def test_weights_only_load_with_map_location(tmp_path, map_location):
     assert str(loaded["bf16"].device) == want
 
 
-def test_truncated_checkpoint_raises_clear_runtime_error(tmp_path):
-    _, _, ck = _checkpoint()
-    path = tmp_path / "ck.pt"
-    torch.save(ck, path)
+def _load_error(path):
+    try:
+        torch.load(path, weights_only=True)
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        return e
+    return None
+
+
+def _cut_and_corrupt(tmp_path, tag, state):
+    """Errors from loading truncated and corrupted copies of torch.save(state)."""
+    path = tmp_path / f"{tag}.pt"
+    torch.save(state, path)
     data = path.read_bytes()
-    for cut in (len(data) // 2, len(data) - 30, 100):
-        bad = tmp_path / f"cut{cut}.pt"
+    errors = {}
+    for name, cut in (("half", len(data) // 2), ("tail", len(data) - 30), ("head", 100)):
+        bad = tmp_path / f"{tag}-{name}.pt"
         bad.write_bytes(data[:cut])
-        with pytest.raises(RuntimeError) as e:
-            torch.load(bad, weights_only=True)
-        assert type(e.value) is RuntimeError
-        assert "PytorchStreamReader failed" in str(e.value) and "zip archive" in str(e.value), e.value
-
-
-def test_corrupted_checkpoint_raises_clear_error(tmp_path):
-    _, _, ck = _checkpoint()
-    path = tmp_path / "ck.pt"
-    torch.save(ck, path)
-    data = bytearray(path.read_bytes())
-    # Overwrite the pickle record (right after the first local file header): the loader must
-    # refuse it rather than build tensors from garbage.
-    start = data.index(b"data.pkl") + len(b"data.pkl")
+        errors[name] = _load_error(bad)
+    # The pickle record: the loader must refuse it rather than build tensors from garbage.
+    corrupt = bytearray(data)
+    start = corrupt.index(b"data.pkl") + len(b"data.pkl")
     for i in range(start, start + 64):
-        data[i] ^= 0xFF
-    bad = tmp_path / "corrupt.pt"
-    bad.write_bytes(bytes(data))
-    with pytest.raises((RuntimeError, torch.serialization.pickle.UnpicklingError)) as e:
-        torch.load(bad, weights_only=True)
-    assert str(e.value)
+        corrupt[i] ^= 0xFF
+    bad = tmp_path / f"{tag}-pickle.pt"
+    bad.write_bytes(bytes(corrupt))
+    errors["pickle"] = _load_error(bad)
+    return errors
+
+
+def test_truncated_or_corrupted_checkpoint_raises_as_on_cpu(tmp_path):
+    # torch's loader raises the same for every device (CUDA included): compare with CPU.
+    _, _, ck = _checkpoint()
+    neuron = _cut_and_corrupt(tmp_path, "neuron", ck)
+    cpu_ck = {k: (v.cpu() if isinstance(v, torch.Tensor) else v) for k, v in ck.items()
+              if k not in ("model", "optim", "rng_neuron_all")}
+    cpu_ck["model"] = {k: v.cpu() for k, v in ck["model"].items()}
+    cpu = _cut_and_corrupt(tmp_path, "cpu", cpu_ck)
+    for name, err in neuron.items():
+        assert err is not None, f"the {name} copy loaded"
+        assert type(err) is type(cpu[name]), (name, err, cpu[name])
+        assert str(err), name
+    assert any("PytorchStreamReader failed reading zip archive" in str(e) for e in neuron.values())
+    assert "Weights only load failed" in str(neuron["pickle"])
 
 
 def test_map_location_to_a_missing_neuron_device_raises(tmp_path):

@@ -120,15 +120,7 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   double elapsedTime(void* start, void* end, const c10::DeviceIndex) const override {
     TORCH_CHECK(start && end,
                 "Both events must be recorded before calculating elapsed time.");
-    float ms = 0;
-    const nsimError err = nsimEventElapsedTime(&ms, static_cast<nsimEvent>(start),
-                                               static_cast<nsimEvent>(end));
-    // torch.cuda.Event checks the timing flag itself (CUDAEvent.h): a RuntimeError.
-    TORCH_CHECK(err != NSIM_ERROR_TIMING_DISABLED,
-                "Both events must be created with argument 'enable_timing=True'. (neuron: ",
-                nsimGetLastErrorMessage(), ")");
-    NEURON_CHECK(err);
-    return ms;
+    return event_elapsed_ms(static_cast<nsimEvent>(start), static_cast<nsimEvent>(end));
   }
 };
 

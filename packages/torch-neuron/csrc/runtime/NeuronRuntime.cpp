@@ -109,6 +109,17 @@ const nsimDeviceProperties& device_properties(c10::DeviceIndex index) {
   return g_props[index];
 }
 
+double event_elapsed_ms(nsimEvent start, nsimEvent end) {
+  float ms = 0;
+  const nsimError err = nsimEventElapsedTime(&ms, start, end);
+  // torch.cuda.Event checks the timing flag itself (CUDAEvent.h): a RuntimeError.
+  TORCH_CHECK(err != NSIM_ERROR_TIMING_DISABLED,
+              "Both events must be created with argument 'enable_timing=True'. (neuron: ",
+              nsimGetLastErrorMessage(), ")");
+  NEURON_CHECK(err);
+  return ms;
+}
+
 void throw_nsim_error(nsimError err, const char* call) {
   if (err == NSIM_ERROR_FORKED_CHILD) ensure_initialized();  // raises the bad-fork error
   std::string msg = nsimGetLastErrorMessage();
