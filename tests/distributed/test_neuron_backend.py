@@ -60,3 +60,8 @@ def _killed_rank_fsdp(world: int, victim: int, timeout: float) -> None:
 def test_killed_rank_in_an_fsdp2_step_fails_the_survivors_4_ranks():
     _killed_rank_fsdp(4, victim=2, timeout=120)
 
+
+def test_killed_rank_in_an_fsdp2_step_fails_the_survivors_8_ranks():
+    # two ranks per visible device (LOCAL_RANK % device_count); about 50 s on two cores
+    _killed_rank_fsdp(8, victim=5, timeout=180)
+
