@@ -72,7 +72,7 @@ def test_failed_kernel_launch_names_op_and_device_and_the_process_goes_on():
         else:
             raise SystemExit("no error")
         assert "aten::add.Tensor" in msg and "neuron device 1" in msg, msg
-        assert "NSIM_ERROR_LAUNCH_FAILED" in msg, msg
+        assert "NSIM_ERROR_LAUNCH_FAILED" in msg and "NEURON_SIM_FAULT_KERNEL" in msg, msg
         # count 1: only the first launch fails
         assert torch.equal((a + b).cpu(), torch.arange(8.0) + 1)
         assert torch.equal((a * b).cpu(), torch.arange(8.0))
@@ -111,6 +111,7 @@ def test_lost_device_fails_every_later_call_while_others_keep_working():
                 break
         assert lost_at is not None, "the device was never lost"
         assert "neuron device 1 is lost" in msg and "NSIM_ERROR_DEVICE_LOST" in msg, msg
+        assert "NEURON_SIM_FAULT_DEVICE_LOST" in msg, msg
         later = {
             "op": lambda: x * 2,
             "copy to host": lambda: x.cpu(),

@@ -36,7 +36,7 @@ NSIM_API nsimError nsimLaunch(nsimQueue queue, uint32_t name_id, nsimLaunchKind 
     const char* name = name_of(name_id);
     return set_error(NSIM_ERROR_LAUNCH_FAILED,
                      "nsimLaunch: launch of '%s' on neuron device %d failed: fault injected by "
-                     "nsimFaultFailKernel (disarm with nsimFaultClear)",
+                     "nsimFaultFailKernel or NEURON_SIM_FAULT_KERNEL (disarm with nsimFaultClear)",
                      name ? name : "(unregistered name)", d->index);
   }
   if (fn) {

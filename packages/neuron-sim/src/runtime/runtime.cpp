@@ -118,7 +118,8 @@ Device* device_or_error(Runtime* rt, const char* call, int device) {
 nsimError check_device(const Device* d, const char* call) {
   if (d->lost.load(std::memory_order_relaxed)) {
     return set_error(NSIM_ERROR_DEVICE_LOST,
-                     "%s: neuron device %d is lost (nsimFaultSetDeviceLost); every call on it "
+                     "%s: neuron device %d is lost (nsimFaultSetDeviceLost or "
+                     "NEURON_SIM_FAULT_DEVICE_LOST); every call on it "
                      "fails until nsimShutdown",
                      call, d->index);
   }
