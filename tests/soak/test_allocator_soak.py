@@ -21,7 +21,7 @@ def test_bounded_allocator_soak_returns_every_counter_to_zero(seed, streams):
     env = dict(os.environ, TORCH_NEURON_FALLBACK_WARN="0")
     proc = subprocess.run([sys.executable, SCRIPT, "--ops", "50000", "--seed", str(seed),
                            "--streams", str(streams), "--json"],
-                          env=env, capture_output=True, text=True, timeout=280)
+                          env=env, capture_output=True, text=True, timeout=280, check=False)
     assert proc.returncode in (0, 1), proc.stderr
     r = json.loads(proc.stdout.strip().splitlines()[-1])
     assert all(v == 0 for v in r["residual_after_empty_cache"].values()), r

@@ -169,6 +169,6 @@ def test_checkpoint_from_a_device_not_visible_here_names_the_fix(tmp_path):
         assert t.device == torch.device("neuron:1") and torch.equal(t.cpu(), torch.arange(4.0))
         print("ok")
     """)
-    proc = subprocess.run([sys.executable, "-c", body], env=env, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", body], check=False, env=env, capture_output=True, text=True,
                           timeout=150)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
