@@ -49,3 +49,19 @@ def test_killed_rank_fails_the_survivors():
     results = launch("killed_rank", 3, timeout=60)
     assert results[1].returncode == 3, results[1].output[-2000:]
     check_all_ok([results[0], results[2]])
+
+
+def _killed_rank_fsdp(world: int, victim: int, timeout: float) -> None:
+    results = launch("killed_rank_fsdp", world, timeout=timeout, env={"KILLED_RANK": str(victim)})
+    assert results[victim].returncode == 3, results[victim].output[-2000:]
+    check_all_ok([r for r in results if r.rank != victim])
+
+
+def test_killed_rank_in_an_fsdp2_step_fails_the_survivors_4_ranks():
+    _killed_rank_fsdp(4, victim=2, timeout=120)
+
+
+def test_killed_rank_in_an_fsdp2_step_fails_the_survivors_8_ranks():
+    # two ranks per visible device (LOCAL_RANK % device_count); about 50 s on two cores
+    _killed_rank_fsdp(8, victim=5, timeout=180)
+

@@ -545,5 +545,42 @@ def scenario_killed_rank() -> None:
     os._exit(0)
 
 
+def scenario_killed_rank_fsdp() -> None:
+    """One rank dies inside the forward pass of an FSDP2 step; every survivor's step raises
+    (all-gather or reduce-scatter naming the dead rank) well inside the group timeout."""
+    from torch.distributed.fsdp import fully_shard
+
+    init(timeout_s=60)
+    d = dev()
+    victim = int(os.environ.get("KILLED_RANK", "1"))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[torch.nn.Linear(32, 32) for _ in range(4)]).to(d)
+    for layer in model:
+        fully_shard(layer)
+    fully_shard(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(8, 32, device=d)
+
+    def step():
+        opt.zero_grad()
+        model(x).square().mean().backward()
+        opt.step()
+        torch.neuron.synchronize()
+
+    step()  # a healthy step first
+    if RANK == victim:
+        # dies after the first layers' all-gathers of the second step, without a word
+        model[2].register_forward_pre_hook(lambda *_: os._exit(3))
+        step()
+        raise AssertionError("the victim survived its own exit")
+    t0 = time.monotonic()
+    _expect_failure(lambda: [step() for _ in range(3)], [f"rank {victim}", "exited"])
+    took = time.monotonic() - t0
+    print(f"survivor noticed the dead rank after {took:.2f}s", flush=True)
+    assert took < 20, "a dead peer must be noticed well inside the 60 s timeout"
+    print("SCENARIO OK", flush=True)
+    os._exit(0)
+
+
 if __name__ == "__main__":
     globals()["scenario_" + sys.argv[1]]()

@@ -77,6 +77,12 @@ def test_hbm_capacity_override(value, expected):
     ("NEURON_SIM_HBM_CAPACITY", "12Q"),
     ("NEURON_SIM_TIMELINE", "maybe"),
     ("NEURON_SIM_TIMELINE_CAPACITY", "-5"),
+    ("NEURON_SIM_FAULT_ALLOC", "0"),
+    ("NEURON_SIM_FAULT_ALLOC", "2:0"),
+    ("NEURON_SIM_FAULT_KERNEL", "k=0"),
+    ("NEURON_SIM_FAULT_KERNEL", "=3"),
+    ("NEURON_SIM_FAULT_DEVICE_LOST", "9"),
+    ("NEURON_SIM_FAULT_DEVICE_LOST", "1@0"),
 ])
 def test_invalid_value_raises_config_error_naming_the_variable(var, value):
     proc = run_python("""

@@ -37,7 +37,8 @@ def test_registry_lists_the_documented_variables():
     names = [v.name for v in ns.env_registry()]
     assert names == ["NEURON_SIM_PROFILE", "NEURON_SIM_NUM_CHIPS", "NEURON_LOGICAL_NC_CONFIG",
                      "NEURON_RT_VISIBLE_CORES", "NEURON_SIM_HBM_CAPACITY", "NEURON_SIM_TIMELINE",
-                     "NEURON_SIM_TIMELINE_CAPACITY"]
+                     "NEURON_SIM_TIMELINE_CAPACITY", "NEURON_SIM_FAULT_ALLOC",
+                     "NEURON_SIM_FAULT_KERNEL", "NEURON_SIM_FAULT_DEVICE_LOST"]
     types = {v.name: v.type for v in ns.env_registry()}
     assert types["NEURON_RT_VISIBLE_CORES"] == "core_list" and types["NEURON_SIM_HBM_CAPACITY"] == "bytes"
     assert all(v.meaning and v.default for v in ns.env_registry())

@@ -64,3 +64,43 @@ def test_device_lost_until_shutdown(fresh_runtime):
     ns.free(ns.malloc(64, device=1))  # other devices keep working
     ns.shutdown()
     ns.free(ns.malloc(64, device=2))
+
+
+def test_faults_armed_from_the_environment():
+    # NEURON_SIM_FAULT_*: the same faults, armed at nsimInit in a fresh process.
+    from nsim_child import child_env, run_python
+
+    proc = run_python("""
+        import neuron_sim as ns
+        out = []
+        a = ns.malloc(64)
+        for _ in range(2):
+            try:
+                ns.malloc(64)
+            except ns.OutOfMemoryError as e:
+                out.append("oom" if "inject" in e.message else e.message)
+        ns.free(ns.malloc(64))
+        q = ns.Queue.default(0)
+        for _ in range(3):
+            try:
+                q.launch("flaky", 1.0)
+                out.append("ran")
+            except ns.LaunchFailedError as e:
+                out.append("failed" if "flaky" in e.message else e.message)
+        q1 = ns.Queue.default(1)
+        for _ in range(3):
+            try:
+                q1.launch("k", 1.0)
+                out.append("ran")
+            except ns.DeviceLostError as e:
+                out.append("lost" if "device 1 is lost" in e.message else e.message)
+        try:
+            ns.malloc(64, device=1)
+        except ns.DeviceLostError:
+            out.append("lost")
+        ns.free(ns.malloc(64, device=0))
+        print(" ".join(out))
+    """, child_env(NEURON_SIM_FAULT_ALLOC="2:2", NEURON_SIM_FAULT_KERNEL="flaky=2,never=1",
+                   NEURON_SIM_FAULT_DEVICE_LOST="1@2"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["oom", "oom", "failed", "failed", "ran", "ran", "lost", "lost", "lost"]

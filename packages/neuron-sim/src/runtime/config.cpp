@@ -183,6 +183,69 @@ bool load_config(Config* cfg, std::string* error) {
     }
     cfg->timeline_capacity = static_cast<uint64_t>(cap);
   }
+
+  cfg->fault_alloc = 0;
+  cfg->fault_alloc_run = 1;
+  if ((v = env_lookup("NEURON_SIM_FAULT_ALLOC"))) {
+    const std::string spec(v);
+    const size_t colon = spec.find(':');
+    long long nth = 0, run = 1;
+    if (!parse_int(spec.substr(0, colon).c_str(), &nth) || nth < 1 ||
+        (colon != std::string::npos &&
+         (!parse_int(spec.substr(colon + 1).c_str(), &run) || run < 1))) {
+      *error = invalid("NEURON_SIM_FAULT_ALLOC", v,
+                       "N or N:K with N >= 1 (the first failing allocation) and K >= 1 (how many "
+                       "consecutive allocations fail)");
+      return false;
+    }
+    cfg->fault_alloc = static_cast<uint64_t>(nth);
+    cfg->fault_alloc_run = static_cast<uint64_t>(run);
+  }
+
+  cfg->fault_kernels.clear();
+  if ((v = env_lookup("NEURON_SIM_FAULT_KERNEL"))) {
+    const std::string spec(v);
+    size_t start = 0;
+    while (start <= spec.size()) {
+      size_t end = spec.find(',', start);
+      if (end == std::string::npos) end = spec.size();
+      const std::string item = spec.substr(start, end - start);
+      const size_t eq = item.rfind('=');
+      std::string name = eq == std::string::npos ? item : item.substr(0, eq);
+      long long count = 1;
+      if (name.empty() || (eq != std::string::npos &&
+                           (!parse_int(item.substr(eq + 1).c_str(), &count) || count == 0 ||
+                            count < -1 || count > 1000000000))) {
+        *error = invalid("NEURON_SIM_FAULT_KERNEL", v,
+                         "a comma-separated list of NAME or NAME=COUNT (COUNT >= 1, or -1 for "
+                         "every launch), e.g. 'aten::add.Tensor=2'");
+        return false;
+      }
+      cfg->fault_kernels.emplace_back(name, static_cast<int>(count));
+      start = end + 1;
+    }
+  }
+
+  cfg->fault_lost_device = -1;
+  cfg->fault_lost_after = 0;
+  if ((v = env_lookup("NEURON_SIM_FAULT_DEVICE_LOST"))) {
+    const std::string spec(v);
+    const size_t at = spec.find('@');
+    long long dev = -1, after = 1;
+    const bool ok = parse_int(spec.substr(0, at).c_str(), &dev) && dev >= 0 &&
+                    dev < static_cast<long long>(cfg->visible_cores.size()) &&
+                    (at == std::string::npos ||
+                     (parse_int(spec.substr(at + 1).c_str(), &after) && after >= 1));
+    if (!ok) {
+      std::string accepted = "DEVICE or DEVICE@N with DEVICE in 0.." +
+                             std::to_string(cfg->visible_cores.size() - 1) +
+                             " and N >= 1 (the launch at which it is lost)";
+      *error = invalid("NEURON_SIM_FAULT_DEVICE_LOST", v, accepted.c_str());
+      return false;
+    }
+    cfg->fault_lost_device = static_cast<int>(dev);
+    cfg->fault_lost_after = static_cast<uint64_t>(after);
+  }
   return true;
 }
 

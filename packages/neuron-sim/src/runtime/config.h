@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "profiles.h"
@@ -18,6 +19,11 @@ struct Config {
   uint64_t hbm_capacity_override = 0;
   bool timeline_enabled = true;
   uint64_t timeline_capacity = 1u << 20;
+  // Faults armed from the environment at nsimInit (NEURON_SIM_FAULT_*).
+  uint64_t fault_alloc = 0, fault_alloc_run = 1;
+  std::vector<std::pair<std::string, int>> fault_kernels;
+  int fault_lost_device = -1;
+  uint64_t fault_lost_after = 0;
 };
 
 // Parses every registered variable. On failure returns false with a message naming the

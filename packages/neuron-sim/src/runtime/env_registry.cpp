@@ -22,6 +22,15 @@ const nsimEnvVar kEnvVars[] = {
      "Record every launch, copy and memset on the per-device timeline (1/0, true/false, on/off)."},
     {"NEURON_SIM_TIMELINE_CAPACITY", NSIM_ENV_INT, "1048576",
      "Timeline records kept per device (the newest are kept)."},
+    {"NEURON_SIM_FAULT_ALLOC", NSIM_ENV_STRING, "(off)",
+     "Fault injection: 'N[:K]' makes the N-th device allocation after nsimInit and the K-1 "
+     "after it fail with NSIM_ERROR_OUT_OF_MEMORY (K defaults to 1; as nsimFaultFailNthAlloc)."},
+    {"NEURON_SIM_FAULT_KERNEL", NSIM_ENV_STRING, "(off)",
+     "Fault injection: launches named NAME fail with NSIM_ERROR_LAUNCH_FAILED, as "
+     "'NAME[=COUNT],...' (COUNT launches, default 1; -1: every launch; as nsimFaultFailKernel)."},
+    {"NEURON_SIM_FAULT_DEVICE_LOST", NSIM_ENV_STRING, "(off)",
+     "Fault injection: 'DEVICE[@N]' loses that device at its N-th launch (default 1); that "
+     "call and every later one on it fail with NSIM_ERROR_DEVICE_LOST (as nsimFaultSetDeviceLost)."},
 };
 constexpr size_t kEnvVarCount = sizeof(kEnvVars) / sizeof(kEnvVars[0]);
 

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "config.h"
 #include "error.h"
 #include "names.h"
 #include "runtime.h"
@@ -12,6 +13,10 @@ namespace nsim {
 namespace {
 
 std::atomic<uint64_t> g_alloc_countdown{0};  // 0: disarmed
+std::atomic<uint64_t> g_alloc_run_pending{0};  // consecutive failures after the n-th, once hit
+std::atomic<uint64_t> g_alloc_run_left{0};
+std::atomic<int> g_lost_device{-1};
+std::atomic<uint64_t> g_lost_countdown{0};
 std::atomic<bool> g_kernel_faults_armed{false};
 std::mutex g_kernel_mu;
 // name id -> launches left to fail (< 0: every launch)
@@ -23,9 +28,17 @@ std::unordered_map<uint32_t, int>& kernel_faults() {
 }  // namespace
 
 bool consume_alloc_fault() {
+  uint64_t run = g_alloc_run_left.load(std::memory_order_relaxed);
+  while (run != 0) {
+    if (g_alloc_run_left.compare_exchange_weak(run, run - 1)) return true;
+  }
   uint64_t left = g_alloc_countdown.load(std::memory_order_relaxed);
   while (left != 0) {
-    if (g_alloc_countdown.compare_exchange_weak(left, left - 1)) return left == 1;
+    if (g_alloc_countdown.compare_exchange_weak(left, left - 1)) {
+      if (left != 1) return false;
+      g_alloc_run_left.store(g_alloc_run_pending.exchange(0));
+      return true;
+    }
   }
   return false;
 }
@@ -43,8 +56,42 @@ bool consume_kernel_fault(uint32_t name_id) {
   return true;
 }
 
+bool consume_device_lost_fault(int device) {
+  if (g_lost_device.load(std::memory_order_relaxed) != device) return false;
+  uint64_t left = g_lost_countdown.load(std::memory_order_relaxed);
+  while (left != 0) {
+    if (g_lost_countdown.compare_exchange_weak(left, left - 1)) {
+      if (left != 1) return false;
+      g_lost_device.store(-1);
+      return true;
+    }
+  }
+  return false;
+}
+
+void arm_faults_from_config(const Config& cfg) {
+  if (cfg.fault_alloc != 0) {
+    g_alloc_run_left.store(0);
+    g_alloc_countdown.store(cfg.fault_alloc);
+    g_alloc_run_pending.store(cfg.fault_alloc_run - 1);
+  }
+  if (!cfg.fault_kernels.empty()) {
+    std::lock_guard<std::mutex> lock(g_kernel_mu);
+    for (const auto& [name, count] : cfg.fault_kernels) kernel_faults()[intern_name(name.c_str())] = count;
+    g_kernel_faults_armed.store(true);
+  }
+  if (cfg.fault_lost_device >= 0) {
+    g_lost_countdown.store(cfg.fault_lost_after);
+    g_lost_device.store(cfg.fault_lost_device);
+  }
+}
+
 void clear_fault_injection() {
   g_alloc_countdown.store(0);
+  g_alloc_run_left.store(0);
+  g_alloc_run_pending.store(0);
+  g_lost_device.store(-1);
+  g_lost_countdown.store(0);
   std::lock_guard<std::mutex> lock(g_kernel_mu);
   kernel_faults().clear();
   g_kernel_faults_armed.store(false);
@@ -58,6 +105,8 @@ extern "C" {
 
 NSIM_API nsimError nsimFaultFailNthAlloc(uint64_t n) {
   if (!runtime_or_error("nsimFaultFailNthAlloc")) return runtime_unavailable();
+  g_alloc_run_pending.store(0);
+  g_alloc_run_left.store(0);
   g_alloc_countdown.store(n);
   return NSIM_SUCCESS;
 }

@@ -7,9 +7,16 @@
 
 namespace nsim {
 
+struct Config;
+
 bool consume_alloc_fault();                 // true: this allocation must fail
 bool consume_kernel_fault(uint32_t name_id);  // true: this launch must fail
 void clear_fault_injection();
+// Device loss armed for a device's n-th launch (NEURON_SIM_FAULT_DEVICE_LOST); true: this
+// launch is the one, and the caller marks the device lost.
+bool consume_device_lost_fault(int device);
+// Arms the faults that the environment requests (NEURON_SIM_FAULT_*), at nsimInit.
+void arm_faults_from_config(const Config& cfg);
 
 }  // namespace nsim
 

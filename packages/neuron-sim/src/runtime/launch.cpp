@@ -20,6 +20,10 @@ NSIM_API nsimError nsimLaunch(nsimQueue queue, uint32_t name_id, nsimLaunchKind 
   Device* d = q->device;
   nsimError err = check_device(d, "nsimLaunch");
   if (err != NSIM_SUCCESS) return err;
+  if (consume_device_lost_fault(d->index)) {
+    d->lost.store(true);
+    return check_device(d, "nsimLaunch");
+  }
   if (!(duration_ns >= 0.0) || std::isinf(duration_ns) ||
       static_cast<unsigned>(kind) > NSIM_LAUNCH_HOST_FUNC) {
     return set_error(NSIM_ERROR_INVALID_VALUE,
@@ -32,7 +36,7 @@ NSIM_API nsimError nsimLaunch(nsimQueue queue, uint32_t name_id, nsimLaunchKind 
     const char* name = name_of(name_id);
     return set_error(NSIM_ERROR_LAUNCH_FAILED,
                      "nsimLaunch: launch of '%s' on neuron device %d failed: fault injected by "
-                     "nsimFaultFailKernel (disarm with nsimFaultClear)",
+                     "nsimFaultFailKernel or NEURON_SIM_FAULT_KERNEL (disarm with nsimFaultClear)",
                      name ? name : "(unregistered name)", d->index);
   }
   if (fn) {

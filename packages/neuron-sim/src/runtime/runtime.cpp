@@ -118,7 +118,8 @@ Device* device_or_error(Runtime* rt, const char* call, int device) {
 nsimError check_device(const Device* d, const char* call) {
   if (d->lost.load(std::memory_order_relaxed)) {
     return set_error(NSIM_ERROR_DEVICE_LOST,
-                     "%s: neuron device %d is lost (nsimFaultSetDeviceLost); every call on it "
+                     "%s: neuron device %d is lost (nsimFaultSetDeviceLost or "
+                     "NEURON_SIM_FAULT_DEVICE_LOST); every call on it "
                      "fails until nsimShutdown",
                      call, d->index);
   }
@@ -199,7 +200,9 @@ NSIM_API nsimError nsimInit(void) {
     rt->space.destroy();
     return set_error(err, "%s", g_init_message.c_str());
   }
-  g_runtime.store(rt.release(), std::memory_order_release);
+  Runtime* live = rt.release();
+  g_runtime.store(live, std::memory_order_release);
+  arm_faults_from_config(live->config);
   g_init_pid = getpid();
   static const bool fork_handler = [] {
     pthread_atfork(nullptr, nullptr, &mark_forked_child);

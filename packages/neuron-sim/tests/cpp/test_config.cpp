@@ -214,7 +214,8 @@ TEST(env_registry_lists_every_variable_with_type_and_default) {
   const std::set<std::string> expected = {
       "NEURON_SIM_PROFILE",      "NEURON_SIM_NUM_CHIPS",        "NEURON_LOGICAL_NC_CONFIG",
       "NEURON_RT_VISIBLE_CORES", "NEURON_SIM_HBM_CAPACITY",     "NEURON_SIM_TIMELINE",
-      "NEURON_SIM_TIMELINE_CAPACITY"};
+      "NEURON_SIM_TIMELINE_CAPACITY", "NEURON_SIM_FAULT_ALLOC",      "NEURON_SIM_FAULT_KERNEL",
+      "NEURON_SIM_FAULT_DEVICE_LOST"};
   std::set<std::string> seen;
   for (size_t i = 0; i < nsimEnvVarCount(); ++i) {
     const nsimEnvVar* v = nsimEnvVarGet(i);

@@ -120,10 +120,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("event_elapsed_ms", [](int64_t start_id, int64_t end_id) {
     TORCH_CHECK(start_id != 0 && end_id != 0,
                 "Both events must be recorded before calculating elapsed time.");
-    float ms = 0;
-    NEURON_CHECK(nsimEventElapsedTime(&ms, reinterpret_cast<nsimEvent>(start_id),
-                                      reinterpret_cast<nsimEvent>(end_id)));
-    return static_cast<double>(ms);
+    return event_elapsed_ms(reinterpret_cast<nsimEvent>(start_id),
+                            reinterpret_cast<nsimEvent>(end_id));
   });
   m.def("set_native_estimator", [](py::object fn) {
     g_py_estimator = new py::object(std::move(fn));

@@ -120,10 +120,7 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   double elapsedTime(void* start, void* end, const c10::DeviceIndex) const override {
     TORCH_CHECK(start && end,
                 "Both events must be recorded before calculating elapsed time.");
-    float ms = 0;
-    NEURON_CHECK(nsimEventElapsedTime(&ms, static_cast<nsimEvent>(start),
-                                      static_cast<nsimEvent>(end)));
-    return ms;
+    return event_elapsed_ms(static_cast<nsimEvent>(start), static_cast<nsimEvent>(end));
   }
 };
 

@@ -83,13 +83,15 @@ c10::DeviceIndex device_count() noexcept {
 
 void check_device_index(c10::DeviceIndex index) {
   ensure_initialized();
-  TORCH_CHECK_INDEX(index >= 0 && index < g_device_count,
-                    "Invalid device index neuron:", static_cast<int>(index), ": ",
-                    static_cast<int>(g_device_count),
-                    " neuron device(s) are visible (valid indices 0..",
-                    static_cast<int>(g_device_count) - 1,
-                    "). The visible logical NeuronCores are set by NEURON_RT_VISIBLE_CORES, "
-                    "NEURON_LOGICAL_NC_CONFIG and NEURON_SIM_NUM_CHIPS.");
+  if (C10_LIKELY(index >= 0 && index < g_device_count)) return;
+  // CUDA reports a bad ordinal through cudaSetDevice as torch.AcceleratorError (a RuntimeError).
+  throw c10::AcceleratorError(
+      {__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, NSIM_ERROR_INVALID_DEVICE,
+      c10::str("neuron error: invalid device ordinal neuron:", static_cast<int>(index), ": ",
+               static_cast<int>(g_device_count), " neuron device(s) are visible (valid indices 0..",
+               static_cast<int>(g_device_count) - 1,
+               "). The visible logical NeuronCores are set by NEURON_RT_VISIBLE_CORES, "
+               "NEURON_LOGICAL_NC_CONFIG and NEURON_SIM_NUM_CHIPS."));
 }
 
 c10::DeviceIndex current_device() {
@@ -107,6 +109,17 @@ const nsimDeviceProperties& device_properties(c10::DeviceIndex index) {
   return g_props[index];
 }
 
+double event_elapsed_ms(nsimEvent start, nsimEvent end) {
+  float ms = 0;
+  const nsimError err = nsimEventElapsedTime(&ms, start, end);
+  // torch.cuda.Event checks the timing flag itself (CUDAEvent.h): a RuntimeError.
+  TORCH_CHECK(err != NSIM_ERROR_TIMING_DISABLED,
+              "Both events must be created with argument 'enable_timing=True'. (neuron: ",
+              nsimGetLastErrorMessage(), ")");
+  NEURON_CHECK(err);
+  return ms;
+}
+
 void throw_nsim_error(nsimError err, const char* call) {
   if (err == NSIM_ERROR_FORKED_CHILD) ensure_initialized();  // raises the bad-fork error
   std::string msg = nsimGetLastErrorMessage();
@@ -116,7 +129,11 @@ void throw_nsim_error(nsimError err, const char* call) {
   if (err == NSIM_ERROR_OUT_OF_MEMORY) {
     TORCH_CHECK_WITH(OutOfMemoryError, false, "neuron: ", msg);
   }
-  TORCH_CHECK(false, "neuron: ", msg, " [", nsimGetErrorName(err), " from ", call, "]");
+  // Every other runtime failure (launch failure, lost device, bad handle or ordinal) is what
+  // CUDA reports through C10_CUDA_CHECK: torch.AcceleratorError, carrying the error code.
+  throw c10::AcceleratorError({__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, err,
+                              c10::str("neuron error: ", msg, " [", nsimGetErrorName(err), " from ",
+                                       call, "]"));
 }
 
 }  // namespace torch_neuron

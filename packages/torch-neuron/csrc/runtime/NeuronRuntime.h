@@ -22,7 +22,10 @@ void set_current_device(c10::DeviceIndex index);
 void check_device_index(c10::DeviceIndex index);
 const nsimDeviceProperties& device_properties(c10::DeviceIndex index);
 
-// Raises a c10::Error (or OutOfMemoryError) carrying neuron_sim's last message.
+// Milliseconds between two recorded events; the errors of torch.cuda.Event.elapsed_time.
+double event_elapsed_ms(nsimEvent start, nsimEvent end);
+
+// Raises torch.AcceleratorError (or OutOfMemoryError) carrying neuron_sim's last message.
 [[noreturn]] void throw_nsim_error(nsimError err, const char* call);
 
 }  // namespace torch_neuron

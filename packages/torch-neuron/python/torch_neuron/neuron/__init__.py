@@ -84,7 +84,19 @@ def _index(device: _DeviceLike, optional: bool = True) -> int:
         if device.type != "neuron":
             raise ValueError(f"Expected a neuron device, but got: {device}")
         return _C.current_device() if device.index is None else device.index
-    raise TypeError(f"Expected a neuron device (torch.device, str or int), got {type(device).__name__}")
+    # torch.cuda's _get_device_index raises ValueError for an argument of another type.
+    raise ValueError("Expected a torch.device with a specified index or an integer, but got: "
+                     f"{device!r} ({type(device).__name__})")
+
+
+def _checked_index(device: _DeviceLike, error: type) -> int:
+    idx = _index(device)
+    n = _C.device_count()
+    if idx < 0 or idx >= n:
+        raise error(f"Invalid device id neuron:{idx}: {n} neuron device(s) are visible (valid "
+                    f"indices 0..{n - 1}; NEURON_RT_VISIBLE_CORES, NEURON_LOGICAL_NC_CONFIG and "
+                    "NEURON_SIM_NUM_CHIPS select them)")
+    return idx
 
 
 def current_device() -> int:
@@ -142,8 +154,10 @@ class _DeviceProperties:
 
 
 def get_device_properties(device: _DeviceLike = None) -> _DeviceProperties:
-    # _C checks the index as torch does, then hands over neuron_sim's dictionary.
-    return _DeviceProperties(neuron_sim.DeviceProperties(**_C.get_device_properties(_index(device))))
+    # torch.cuda.get_device_properties raises AssertionError("Invalid device id"); the
+    # figures are neuron_sim's dictionary.
+    index = _checked_index(device, AssertionError)
+    return _DeviceProperties(neuron_sim.DeviceProperties(**_C.get_device_properties(index)))
 
 
 def get_device_name(device: _DeviceLike = None) -> str:

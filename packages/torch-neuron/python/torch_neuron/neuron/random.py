@@ -11,9 +11,10 @@ _DeviceLike = Union[torch.device, str, int, None]
 
 
 def _generator(device: _DeviceLike) -> torch.Generator:
-    from . import _index
+    from . import _checked_index
 
-    return _C._get_default_generator(_index(device))
+    # torch.cuda indexes its tuple of default generators: IndexError for a missing device.
+    return _C._get_default_generator(_checked_index(device, IndexError))
 
 
 def get_rng_state(device: _DeviceLike = "neuron") -> torch.Tensor:
