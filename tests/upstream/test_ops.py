@@ -71,19 +71,16 @@ RANDOM_KERNELS = frozenset(
         "_standard_gamma", "rrelu_with_noise"))
 
 
-def draws_random_numbers(op, sample, device, fn=None):
-    """Whether the op draws random numbers on the device (it runs one of the random kernels).
+def ran_random_kernel(thunk):
+    """(value, exception, whether the call ran one of the device's random kernels).
 
-    Its values then follow the device's own generator -- counter-based on neuron, as on CUDA,
-    not CPU's Mersenne Twister -- so it is compared with itself on the device (contiguous
+    A random op's values follow the device's own generator -- counter-based on neuron, as on
+    CUDA, not CPU's Mersenne Twister -- so it is compared with itself on the device (contiguous
     against strided, function against method variant, one device against another). OpInfo's
     wrapper_set_seed restores the generators around the call, so their state cannot tell."""
-    dev_sample = sample_to(sample, device)
     torch_neuron.clear_op_tracking()
-    outcome(lambda: call(op, dev_sample, fn))
-    ran = set(torch_neuron.get_executed_ops())
-    torch_neuron.clear_op_tracking()
-    return bool(ran & RANDOM_KERNELS)
+    value, exc = outcome(thunk)
+    return value, exc, bool(set(torch_neuron.get_executed_ops()) & RANDOM_KERNELS)
 
 
 def outcome(thunk):
@@ -121,10 +118,11 @@ class TestCommon(TestCase):
         compared = 0
         for sample in samples:
             expected = call(op, sample)
-            torch_neuron.clear_op_tracking()
-            actual = call(op, sample_to(sample, device))
-            if set(torch_neuron.get_executed_ops()) & RANDOM_KERNELS:
-                continue  # see draws_random_numbers
+            actual, exc, random_op = ran_random_kernel(lambda: call(op, sample_to(sample, device)))
+            if exc is not None:
+                raise exc
+            if random_op:
+                continue  # see ran_random_kernel
             compared += 1
             self._check("test_compare_cpu", op, dtype, actual, expected, sample)
         if not compared:
@@ -139,10 +137,10 @@ class TestCommon(TestCase):
         if not samples:
             self.skipTest(f"{op.full_name} has no samples for {dtype}")
         for sample in samples:
-            random_op = draws_random_numbers(op, sample, device)
-            expected = call(op, sample_to(sample, device) if random_op else sample)
             # The strided copies are made on the device, so the backend's own strided paths run.
-            actual, dev_exc = outcome(lambda: call(op, sample_to(sample, device).noncontiguous()))
+            actual, dev_exc, random_op = ran_random_kernel(
+                lambda: call(op, sample_to(sample, device).noncontiguous()))
+            expected = call(op, sample_to(sample, device) if random_op else sample)
             if dev_exc is not None:
                 # Some CPU kernels refuse strided inputs (native_group_norm checks X is
                 # contiguous); neuron must then refuse them the same way, and only then.
@@ -181,11 +179,13 @@ class TestCommon(TestCase):
                                  f"{common.first_line(cpu_exc)}; neuron did not")
             common.same_error(self, cpu_exc, dev_exc, "out=")
             return
-        result = call(op, on_device, lambda *a, **k: op(*a, **k, out=out))
+        result, exc, random_op = ran_random_kernel(lambda: call(op, on_device, lambda *a, **k: op(*a, **k, out=out)))
+        if exc is not None:
+            raise exc
         for got, given in zip(common.tensors_in(result), common.tensors_in(out)):
             self.assertTrue(got is given, msg="out= must return the tensors it was given")
-        # A random op's reference is its functional form on the device (see draws_random_numbers).
-        reference = call(op, on_device) if draws_random_numbers(op, sample, device) else expected
+        # A random op's reference is its functional form on the device (see ran_random_kernel).
+        reference = call(op, on_device) if random_op else expected
         self._check("test_out", op, dtype, out, reference, sample)
 
         # Same outcome as CPU for an out= tensor of a dtype the result cannot be cast to.
@@ -235,13 +235,12 @@ class TestCommon(TestCase):
         for sample, (kind, variant) in itertools.product(samples, variants):
             if kind == "inplace" and sample.broadcasts_input:
                 continue
+            dev_sample = sample_to(sample, device)
+            actual, dev_exc, random_op = ran_random_kernel(lambda: call(op, dev_sample, variant))
             # A fresh copy: in-place variants write into it. A random op's reference is its
-            # function form on the device (see draws_random_numbers).
-            random_op = draws_random_numbers(op, sample, device)
+            # function form on the device (see ran_random_kernel).
             ref_sample = sample_to(sample, device if random_op else "cpu")
             expected, cpu_exc = outcome(lambda: call(op, ref_sample, None if random_op else variant))
-            dev_sample = sample_to(sample, device)
-            actual, dev_exc = outcome(lambda: call(op, dev_sample, variant))
             what = f"{kind} variant on {sample.summary()}"
             if cpu_exc is not None:
                 self.assertIsNotNone(dev_exc, msg=f"{what}: CPU raised {cpu_exc!r}, neuron did not")
@@ -291,8 +290,10 @@ class TestCommon(TestCase):
         if not samples:
             self.skipTest("no samples")
         for sample in samples:
-            expected = call(op, sample_to(sample, devices[0]) if draws_random_numbers(op, sample, second) else sample)
-            actual = call(op, sample_to(sample, second))
+            actual, exc, random_op = ran_random_kernel(lambda: call(op, sample_to(sample, second)))
+            if exc is not None:
+                raise exc
+            expected = call(op, sample_to(sample, devices[0]) if random_op else sample)
             common.assert_on_device(self, actual, index=index)
             self._check("test_multiple_devices", op, dtype, actual, expected, sample)
         # Mixing tensors of two devices in one elementwise op is an error, as for CUDA.
