@@ -31,7 +31,7 @@ inline double open_unit(const philox::Block& b, int word) {
 }
 
 inline double box_muller(const philox::Block& b) {
-  return std::sqrt(-2.0 * std::log(open_unit(b, 0))) * std::cos(2.0 * M_PI * unit_double(b.w[2], b.w[3]));
+  return philox::box_muller(open_unit(b, 0), unit_double(b.w[2], b.w[3]));
 }
 
 // A neuron generator routes an op here even when its tensors live elsewhere; CPU and CUDA
@@ -56,7 +56,7 @@ class RandomOp {
     base_ = g->reserve(counters);
   }
   ElementStream stream(uint64_t i) const { return ElementStream(seed_, base_ + i); }
-  philox::Block block(uint64_t i) const { return philox::philox4x32_10(base_ + i, 0, seed_); }
+  philox::Block block(uint64_t i) const { return stream(i).first(); }
   HostScope& scope() { return scope_; }
   void finish(double flops, double bytes_in, double bytes_out) {
     account_host_kernel(op_, device_, dtype_, flops, bytes_in, bytes_out);
@@ -82,7 +82,7 @@ void fill_host(at::Tensor& host, F value) {
   if (!dst.is_same(host)) host.copy_(dst);
 }
 
-// Fills neuron tensor `self` with value(block of element i), dispatched over `Types`.
+// Runs body(op, host alias of `self`) with counters for every element of `self`, then accounts it.
 template <typename Body>
 void fill_elements(const char* op, const at::Tensor& self, const Gen& gen, double flops_per_element,
                    Body body) {

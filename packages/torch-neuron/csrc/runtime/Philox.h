@@ -41,6 +41,11 @@ inline double unit_double(uint32_t hi, uint32_t lo) {
   return double(((uint64_t(hi) << 32) | lo) >> 11) * (1.0 / 9007199254740992.0);
 }
 
+// A standard normal from u_open in (0, 1] (under the log) and u in [0, 1) (Box-Muller).
+inline double box_muller(double u_open, double u) {
+  return std::sqrt(-2.0 * std::log(u_open)) * std::cos(2.0 * M_PI * u);
+}
+
 // The random numbers of one output element.
 class ElementStream {
  public:
@@ -59,8 +64,8 @@ class ElementStream {
   // Uniform double in (0, 1]: safe under log.
   double uniform_open_zero() { return 1.0 - uniform(); }
   double normal() {
-    const double r = std::sqrt(-2.0 * std::log(uniform_open_zero()));
-    return r * std::cos(2.0 * M_PI * uniform());
+    const double u_open = uniform_open_zero();
+    return box_muller(u_open, uniform());
   }
 
  private:
