@@ -81,6 +81,19 @@ if _workarounds is not None:
 from .native import NKIKernel, nki_op, wrap_nki  # noqa: E402
 
 
+def compile_stats() -> dict:
+    """What torch.compile(backend="neuron") compiled and ran since the last clear: graphs, AOT
+    partitions, fused kernels with their op chains, eager/kernel/fallback nodes, seconds per
+    stage, kernel-cache hits and misses, fused launches and their HBM bytes."""
+    from .compile import compile_stats as stats
+    return stats()
+
+
+def clear_compile_stats() -> None:
+    from .compile import clear_compile_stats as clear
+    clear()
+
+
 # ----------------------------------------------------------------------------- op tracking
 def get_executed_ops() -> dict[str, dict[str, int]]:
     """Ops executed on neuron since the last clear: {op: {"native": n, "fallback": n}}."""
