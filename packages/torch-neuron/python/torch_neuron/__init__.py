@@ -68,6 +68,8 @@ if _env.get_bool("TORCH_NEURON_BACKWARD_ON_CALLER"):
     torch._C._set_multithreading_enabled(False)
 _exit.install()
 _dynamo_interface.install()
+from .compile import routing as _compile_routing  # noqa: E402
+_compile_routing.install()
 amp.install()
 
 try:

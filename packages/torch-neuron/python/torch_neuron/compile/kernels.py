@@ -107,7 +107,7 @@ class FusedKernel:
         self.__name__ = self.name = name
         self.chain = chain
         self.reference = reference            # the chain's ATen ops: host values, CPU graphs
-        self.outputs = outputs                # (shape, dtype) per result
+        self.outputs = outputs                # (shape, stride, dtype) per result, as the unfused ops'
         self.latency_ns = kernel_info["latency_ns"]
         self.dma_bytes = kernel_info["dma_bytes"]
         self.eager_bytes = kernel_info["eager_bytes"]
@@ -126,7 +126,7 @@ class FusedKernel:
         dev = next((t.device for t in inputs if isinstance(t, torch.Tensor)), None)
         if dev is None or dev.type != "neuron":
             return tuple(self.reference(*inputs))
-        outs = [torch.empty(shape, dtype=dtype, device=dev) for shape, dtype in self.outputs]
+        outs = [torch.empty_strided(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.outputs]
         if numerics.device_numerics_enabled():
             self._run_program(inputs, outs)
         else:
@@ -134,7 +134,7 @@ class FusedKernel:
                 vals = self.reference(*[host_alias(t) if isinstance(t, torch.Tensor) else t for t in inputs])
                 for o, v in zip(outs, vals):
                     host_alias(o).copy_(v)
-        account_launch(f"neuron::{self.name}", self.outputs[0][1], dev.index, self.latency_ns)
+        account_launch(f"neuron::{self.name}", self.outputs[0][2], dev.index, self.latency_ns)
         stats.record_launch(self)
         return tuple(outs)
 
@@ -148,7 +148,14 @@ class FusedKernel:
         for t, op in zip(tensors, self.chain.inputs):
             arrays.append(host_view(host_alias(t).contiguous().reshape(shapes[op.layout])))
         layouts = self.chain.layouts()
-        views = [host_view(host_alias(o)).reshape(shapes[layouts[s]]) for o, s in zip(outs, self.chain.outputs)]
+        # Results are written through contiguous [rows, cols] views; a result with the unfused
+        # op's other strides goes through a host copy.
+        targets = [host_alias(o) for o in outs]
+        staged = [t if t.is_contiguous() else torch.empty(t.shape, dtype=t.dtype) for t in targets]
+        views = [host_view(t).reshape(shapes[layouts[s]]) for t, s in zip(staged, self.chain.outputs)]
         for p in self.programs():
             execute(p, arrays, outputs=views)
+        for t, st in zip(targets, staged):
+            if st is not t:
+                t.copy_(st)
         stats.record_numerics(self)
