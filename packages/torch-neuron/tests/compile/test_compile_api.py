@@ -172,3 +172,39 @@ def test_plain_torch_compile_routes_neuron_graphs():
     torch.testing.assert_close(out.cpu(), m(x).detach().cpu())
     s = torch_neuron.compile_stats()
     assert s["graphs"] == 1 and s["fused_launches"] >= 1
+
+
+def test_nki_op_and_sdpa_inside_a_compiled_graph():
+    """An nki_op kernel and scaled_dot_product_attention are single nodes of the compiled graph,
+    around fused chains; values and gradients match eager."""
+    import neuron_kernels.language as nl
+    from torch_neuron import nki_op
+
+    @nl.jit
+    def double_kernel(a: torch.Tensor) -> torch.Tensor:
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        for r in range(0, a.shape[0], 128):
+            nl.store(out[r:r + 128], nl.multiply(nl.load(a[r:r + 128]), 2.0))
+        return out
+
+    double = nki_op("test_compile::double")(double_kernel)
+    double.register_autograd(lambda ctx, g: double(g))
+
+    def f(q, k, v):
+        y = F.scaled_dot_product_attention(torch.tanh(q) * 0.5, k, v, is_causal=True)
+        y = y.reshape(-1, y.shape[-1])
+        return F.softmax(double(y) + 1.0, dim=-1).sum()
+
+    g = torch.Generator().manual_seed(0)
+    qkv = [torch.randn(2, 2, 16, 8, generator=g) for _ in range(3)]
+    eager = [t.to(DEV).requires_grad_() for t in qkv]
+    comp = [t.to(DEV).requires_grad_() for t in qkv]
+    f(*eager).backward()
+    out = torch.compile(f, backend="neuron")(*comp)
+    out.backward()
+    torch.testing.assert_close(out.detach().cpu(), f(*eager).detach().cpu())
+    for a, b in zip(comp, eager):
+        torch.testing.assert_close(a.grad.cpu(), b.grad.cpu(), rtol=1e-4, atol=1e-5)
+    s = torch_neuron.compile_stats()
+    assert "test_compile::double" not in s["fallback_reasons"] and s["kernel_nodes"] >= 2
+    assert not any("scaled_dot_product" in op for op in s["fallback_reasons"]), s["fallback_reasons"]

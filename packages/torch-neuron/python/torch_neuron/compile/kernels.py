@@ -63,6 +63,9 @@ def library_entry(node: fx.Node) -> tuple[str, str | None]:
     target = node.target
     if not isinstance(target, torch._ops.OpOverload):
         return "eager", None
+    from ..native.custom_ops import registered
+    if target._schema.name in registered:
+        return "kernel", None      # an nki_op: its tile kernel runs on the device
     name = f"{target._schema.name}" + (f".{target._schema.overload_name}" if target._schema.overload_name else "")
     entry = _entries().get(name)
     if entry is None:
