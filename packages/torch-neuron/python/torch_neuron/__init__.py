@@ -70,6 +70,8 @@ _exit.install()
 _dynamo_interface.install()
 from .compile import routing as _compile_routing  # noqa: E402
 _compile_routing.install()
+from .compile import flex_attention as _flex_attention  # noqa: E402
+_flex_attention.install()
 amp.install()
 
 try:
