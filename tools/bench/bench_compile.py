@@ -82,19 +82,17 @@ def main(argv=None) -> int:
     it = iter(loader)
     torch_neuron.clear_compile_stats()
 
-    t = time.perf_counter()
     batches = [next(it) for _ in range(args.warmup + steps)]
     rows = []
     compile_s = None
     for i, (x, y) in enumerate(batches):
         x, y = x.to(device), y.to(device)
-        e = measure(lambda: step(loss_of, m_e, o_e, x, y, args.amp), device)
-        c = measure(lambda: step(compiled, m_c, o_c, x, y, args.amp), device)
+        e = measure(lambda x=x, y=y: step(loss_of, m_e, o_e, x, y, args.amp), device)
+        c = measure(lambda x=x, y=y: step(compiled, m_c, o_c, x, y, args.amp), device)
         if i == 0:
             compile_s = c[3]   # the first compiled step: Dynamo + AOT + lowering + kernel generation
         if i >= args.warmup:
             rows.append((e, c))
-    del t
     med = statistics.median
     dev_e, dev_c = med(r[0][1] for r in rows), med(r[1][1] for r in rows)
     la_e, la_c = med(r[0][2] for r in rows), med(r[1][2] for r in rows)

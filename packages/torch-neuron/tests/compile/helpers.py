@@ -38,4 +38,5 @@ def assert_parity(model, loss_fn, batches, amp=False, rtol=None, atol=None):
     torch.testing.assert_close(comp_losses, eager_losses, **tol)
     assert comp_grads.keys() == eager_grads.keys()
     for name in eager_grads:
-        torch.testing.assert_close(comp_grads[name], eager_grads[name], **tol, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(comp_grads[name], eager_grads[name], **tol,
+                                   msg=lambda m, name=name: f"{name}: {m}")

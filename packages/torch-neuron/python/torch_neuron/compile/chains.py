@@ -121,7 +121,7 @@ def fits(node: fx.Node, g: Group, member) -> bool:
         dims = [dims] if isinstance(dims, int) else list(dims or [])
         if [d % x.dim() for d in dims] != [x.dim() - 1] or g.layout(_shape(src)) != "full":
             return False
-        return g.layout(out) == "col" and (member(src) or True)
+        return g.layout(out) == "col"
     if t in (prims.convert_element_type.default,):
         return g.layout(_shape(node.args[0])) == g.layout(out)
     if t is aten._to_copy.default:

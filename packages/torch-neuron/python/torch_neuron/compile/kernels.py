@@ -105,12 +105,17 @@ def host_alias(t: torch.Tensor) -> torch.Tensor:
 class FusedKernel:
     """One generated tile kernel standing for a chain of ATen nodes."""
 
-    def __init__(self, name: str, chain, reference: fx.GraphModule, outputs: list, kernel_info: dict,
-                 program_factory):
+    def __init__(self, name: str, chain, reference: fx.GraphModule, inputs: list, outputs: list,
+                 kernel_info: dict, program_factory):
         self.__name__ = self.name = name
         self.chain = chain
+        self.input_nodes = inputs             # the graph nodes the kernel reads, in argument order
+        self.output_nodes = outputs           # the graph nodes whose values it produces
+        self.source = kernel_info["source"]   # the generated tile-language source
         self.reference = reference            # the chain's ATen ops: host values, CPU graphs
-        self.outputs = outputs                # (shape, stride, dtype) per result, as the unfused ops'
+        # (shape, stride, dtype) per result, as the unfused ops produced it
+        self.outputs = [(tuple(o.meta["val"].shape), tuple(o.meta["val"].stride()), o.meta["val"].dtype)
+                        for o in outputs]
         self.latency_ns = kernel_info["latency_ns"]
         self.dma_bytes = kernel_info["dma_bytes"]
         self.eager_bytes = kernel_info["eager_bytes"]

@@ -118,11 +118,8 @@ def generate(lw: Lowering, args=None) -> Lowering:
             stats.unfused({"graph": lw.name, "nodes": [n.name for n in g.nodes], "reason": f"{type(e).__name__}: {e}"})
             continue
         ref = lowering.reference_graph(g, inputs, outputs)
-        k = FusedKernel(name, chain, ref, [(tuple(o.meta["val"].shape), tuple(o.meta["val"].stride()), o.meta["val"].dtype)
-                                              for o in outputs],
-                        {**info, "eager_bytes": eager_bytes}, lowering.program_factory(chain, name, lw.profile))
-        k.source = info["source"]
-        k.input_nodes, k.output_nodes = inputs, outputs
+        k = FusedKernel(name, chain, ref, inputs, outputs, {**info, "eager_bytes": eager_bytes},
+                        lowering.program_factory(chain, name, lw.profile))
         kernels.append((g.gid, k))
         stats.fused({"name": name, "graph": lw.name, "ops": chain.describe(),
                      "aten": [str(n.target) for n in g.nodes], "rows": chain.rows, "cols": chain.cols,
