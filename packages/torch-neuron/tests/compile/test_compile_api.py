@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 import torch_neuron
-from helpers import DEV
+from compile_helpers import DEV
 from torch import nn
 
 pytestmark = pytest.mark.timeout(180)

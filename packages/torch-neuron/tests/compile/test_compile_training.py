@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 import torch_neuron
-from helpers import assert_parity
+from compile_helpers import assert_parity
 from torch import nn
 
 pytestmark = pytest.mark.timeout(300)
