@@ -3,33 +3,27 @@
 TorchNeuron registers a Dynamo backend named "neuron" and transformers relies on it:
 `TrainingArguments(torch_compile=True)` sets `torch_compile_backend="neuron"` on neuron
 (CPU gets "inductor"), and `generate()` with a compilable (static) cache compiles the decoding
-step with `CompileConfig(backend="neuron")` on neuron (CPU does not compile). torch-neuron-backend
-registers no Dynamo backend yet (ARCHITECTURE.md §4.6), so both raise InvalidBackend where CPU runs.
+step with `CompileConfig(backend="neuron")` on neuron (CPU does not compile). Both compare with
+CPU eager runs (ARCHITECTURE.md §4.6).
 """
 from __future__ import annotations
 
 import copy
 
 import hf_models
-import pytest
 import torch
-from torch._dynamo.exc import InvalidBackend
-
-NO_DYNAMO_BACKEND = ("torch-neuron-backend registers no Dynamo backend 'neuron': "
-                     "torch.compile(backend='neuron') raises InvalidBackend")
 
 
-@pytest.mark.xfail(strict=True, raises=InvalidBackend, reason=NO_DYNAMO_BACKEND)
 def test_trainer_with_torch_compile(tmp_path):
     args = hf_models.trainer_arguments(str(tmp_path), 1, torch_compile=True)
     assert args.torch_compile_backend == "neuron"
     _, logged = hf_models.train("llama", args)
-    reference = hf_models.train("llama", hf_models.trainer_arguments(str(tmp_path / "cpu"), 1, use_cpu=True,
-                                                                     torch_compile=True))[1]
+    # CPU eager: compiled training must equal eager training (and Inductor's C++ build of the
+    # CPU run would take minutes on a small machine).
+    reference = hf_models.train("llama", hf_models.trainer_arguments(str(tmp_path / "cpu"), 1, use_cpu=True))[1]
     torch.testing.assert_close(torch.tensor(logged["loss"]), torch.tensor(reference["loss"]), rtol=1e-4, atol=0)
 
 
-@pytest.mark.xfail(strict=True, raises=InvalidBackend, reason=NO_DYNAMO_BACKEND)
 def test_generate_with_static_cache():
     cpu_model = hf_models.tiny_model("llama")
     neuron_model = copy.deepcopy(cpu_model).to("neuron")

@@ -12,6 +12,7 @@ printed tolerance.
     python tools/demo/train_char_gpt.py                 # 30 steps, fp32
     python tools/demo/train_char_gpt.py --amp           # bf16 autocast on both
     python tools/demo/train_char_gpt.py --device-only   # neuron only, no CPU twin
+    python tools/demo/train_char_gpt.py --compile       # the neuron model under torch.compile(backend="neuron")
 """
 
 from __future__ import annotations
@@ -178,11 +179,12 @@ def make_loader(ids: torch.Tensor, cfg: GPTConfig, batch: int, seed: int, pin: b
                       drop_last=True, generator=gen, pin_memory=pin)
 
 
-def train_step(model, opt, x, y, amp: bool) -> torch.Tensor:
-    """One ordinary training step; returns the (device) loss without syncing."""
+def train_step(model, opt, x, y, amp: bool, forward=None) -> torch.Tensor:
+    """One ordinary training step; returns the (device) loss without syncing. ``forward``: the
+    model's compiled form, when the run compiles."""
     device_type = x.device.type
     with torch.autocast(device_type, dtype=torch.bfloat16, enabled=amp):
-        logits = model(x)
+        logits = (model if forward is None else forward)(x)
         loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), y.view(-1))
     opt.zero_grad(set_to_none=True)
     loss.backward()
@@ -261,6 +263,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--amp", action="store_true", help="bf16 autocast on both devices")
     ap.add_argument("--device-only", action="store_true", help="train on the device only (no CPU twin)")
+    ap.add_argument("--compile", action="store_true",
+                    help="run the device model under torch.compile(backend='neuron') (the CPU twin stays eager)")
     ap.add_argument("--device", default="neuron", help="device to compare with CPU (default: neuron)")
     ap.add_argument("--tol", type=float, default=None,
                     help="max allowed |loss difference| (default 1e-3 fp32, 0.2 with --amp)")
@@ -280,11 +284,12 @@ def main(argv=None) -> int:
     if device.type == "neuron":
         torch.neuron.set_device(device)  # events and streams below belong to the current device
     timer = DeviceTimer(device)
+    dev_forward = torch.compile(dev_model, backend="neuron") if args.compile else None
     n_params = sum(p.numel() for p in dev_model.parameters())
 
     print(f"char-GPT: {cfg.n_layers} layers, d_model {cfg.d_model}, {cfg.n_heads} heads, seq {cfg.seq_len}, "
           f"batch {args.batch}, {n_params / 1e3:.1f}k params, vocab {cfg.vocab_size}, "
-          f"{'bf16 autocast' if args.amp else 'fp32'}")
+          f"{'bf16 autocast' if args.amp else 'fp32'}{', compiled (backend neuron)' if args.compile else ''}")
     print(f"corpus: {ids.numel()} chars from {len(files)} stdlib files ({files[0]} .. {files[-1]})")
     if timer.on:
         import torch_neuron
@@ -316,7 +321,7 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         token = timer.start()
         xd, yd = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        dev_loss = train_step(dev_model, dev_opt, xd, yd, args.amp).item()
+        dev_loss = train_step(dev_model, dev_opt, xd, yd, args.amp, dev_forward).item()
         ev_ms, clk_ms = timer.stop(token)
         dev_ms = (time.perf_counter() - t) * 1e3
         diff = abs(cpu_loss - dev_loss)
@@ -349,6 +354,13 @@ def main(argv=None) -> int:
               f"{clk:.3f} ms (device clock); {tokens / (clk / 1e3):,.0f} tokens/s")
         print(f"peak device memory: {torch.neuron.max_memory_allocated(device) / 2**20:.1f} MiB "
               f"of {props.total_memory / 2**30:.1f} GiB")
+        if args.compile:
+            s = torch_neuron.compile_stats()
+            print(f"compiled: {s['graphs']} graph(s), {s['partitions']} AOT partitions, {len(s['fused_kernels'])} "
+                  f"fused kernels, {s['eager_nodes']} eager and {s['fallback_nodes']} fallback nodes; first step "
+                  f"includes {sum(s['stage_seconds'].values()):.1f} s of backend stages")
+            for k in s["fused_kernels"][:6]:
+                print(f"  {k['name']}: {k['ops']}")
         print("host fallback ops (top by count):")
         for line in fallback_summary():
             print("  " + line)

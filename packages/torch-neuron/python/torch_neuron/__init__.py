@@ -68,6 +68,10 @@ if _env.get_bool("TORCH_NEURON_BACKWARD_ON_CALLER"):
     torch._C._set_multithreading_enabled(False)
 _exit.install()
 _dynamo_interface.install()
+from .compile import routing as _compile_routing  # noqa: E402
+_compile_routing.install()
+from .compile import flex_attention as _flex_attention  # noqa: E402
+_flex_attention.install()
 amp.install()
 
 try:
@@ -79,6 +83,19 @@ if _workarounds is not None:
 
 
 from .native import NKIKernel, nki_op, wrap_nki  # noqa: E402
+
+
+def compile_stats() -> dict:
+    """What torch.compile(backend="neuron") compiled and ran since the last clear: graphs, AOT
+    partitions, fused kernels with their op chains, eager/kernel/fallback nodes, seconds per
+    stage, kernel-cache hits and misses, fused launches and their HBM bytes."""
+    from .compile import compile_stats as stats
+    return stats()
+
+
+def clear_compile_stats() -> None:
+    from .compile import clear_compile_stats as clear
+    clear()
 
 
 # ----------------------------------------------------------------------------- op tracking

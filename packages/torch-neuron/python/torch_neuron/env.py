@@ -44,6 +44,9 @@ REGISTRY: tuple[EnvVar, ...] = (
     EnvVar("TORCH_NEURON_DISABLE_WORKAROUNDS", "bool", "0",
            "1: do not apply torch_neuron's runtime workarounds for known torch bugs "
            "(see patches/README.md)."),
+    EnvVar("TORCH_NEURON_COMPILE_CACHE_DIR", "path", "~/.cache/torch_neuron/compile",
+           "where torch.compile(backend='neuron') keeps generated kernels (source and simulated "
+           "schedule), keyed by compile options and chain; options={'cache': False} bypasses it."),
     EnvVar("LOCAL_RANK", "int", "(unset)",
            "set by torchrun: the c10d backend 'neuron' binds the process to neuron:(LOCAL_RANK % device_count)."),
     EnvVar("TORCH_DEVICE_BACKEND_AUTOLOAD", "bool", "1",

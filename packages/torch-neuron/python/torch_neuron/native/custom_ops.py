@@ -55,6 +55,8 @@ from .bridge import account_launch, device_profile, host_view, isa_dtype, torch_
 __all__ = ["NKIKernel", "nki_op", "wrap_nki"]
 
 _state = threading.local()
+# Names of the ops nki_op registered: torch.compile(backend="neuron") counts them as kernel nodes.
+registered: set[str] = set()
 
 
 def _lang():
@@ -291,6 +293,7 @@ def nki_op(name: str, fn: Callable | None = None, /, *, mutates_args: Iterable[s
         op = torch.library.custom_op(name, impl, mutates_args=mutates_args, device_types=("neuron", "cpu"),
                                      schema=schema)
         op.register_fake(fake)
+        registered.add(name)
         return op
 
     if fn is not None:

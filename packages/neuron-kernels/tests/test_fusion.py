@@ -1,0 +1,71 @@
+# Copyright 2026 The neuron-kernels Authors. Licensed under the Apache License, Version 2.0.
+"""Generated fusion kernels: values against numpy float64, schedules, and rejected chains."""
+import numpy as np
+import pytest
+
+from neuron_kernels.fusion import Chain, ChainError, Operand, Step, generate, kernel_source
+
+
+def _softmax_chain(rows, cols, dtype="float32"):
+    return Chain(rows, cols, (Operand("full", dtype), Operand("row", dtype)), (
+        Step("add", (("in", 0), ("in", 1)), dtype),
+        Step("max", (("v", 0),), dtype),
+        Step("subtract", (("v", 0), ("v", 1)), dtype),
+        Step("exp", (("v", 2),), dtype),
+        Step("sum", (("v", 3),), dtype),
+        Step("divide", (("v", 3), ("v", 4)), dtype),
+    ), (5, 4))
+
+
+@pytest.mark.parametrize("rows", [1, 100, 300])
+def test_row_chain_matches_numpy(rows):
+    rng = np.random.default_rng(0)
+    x, b = rng.standard_normal((rows, 96)).astype(np.float32), rng.standard_normal(96).astype(np.float32)
+    probs, denom = generate(_softmax_chain(rows, 96), "softmax_bias").run(x, b)
+    y = x.astype(np.float64) + b
+    e = np.exp(y - y.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(probs, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(denom, e.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+def test_flat_chain_matches_numpy_and_moves_each_tensor_once():
+    chain = Chain(64, 200, (Operand("full", "float32"), Operand("scalar", "float32")), (
+        Step("multiply", (("in", 0), ("in", 1)), "float32"),
+        Step("tanh", (("v", 0),), "float32"),
+        Step("subtract", (("c", 1.0), ("v", 1)), "float32"),
+    ), (2,))
+    assert "reshape((128, 100))" in kernel_source(chain, "k")
+    k = generate(chain, "k")
+    x, s = np.random.default_rng(1).standard_normal((64, 200)).astype(np.float32), np.array([0.3], np.float32)
+    np.testing.assert_allclose(k.run(x, s), 1.0 - np.tanh(x.astype(np.float64) * 0.3), rtol=1e-5, atol=1e-6)
+    sched = k.schedule(x, s)
+    assert sched.latency_ns > 0
+    assert sched.dma_bytes <= 2 * x.nbytes + 128 * 4
+
+
+def test_bf16_steps_round_like_the_unfused_ops():
+    import ml_dtypes
+    chain = Chain(128, 64, (Operand("full", "bfloat16"),), (
+        Step("multiply", (("in", 0), ("c", 3.0)), "bfloat16"),
+        Step("exp", (("v", 0),), "bfloat16"),
+    ), (1,))
+    x = np.random.default_rng(2).standard_normal((128, 64)).astype(ml_dtypes.bfloat16)
+    out = generate(chain, "bf16_chain").run(x)
+    assert out.dtype == ml_dtypes.bfloat16
+    ref = np.exp((x.astype(np.float32) * 3).astype(ml_dtypes.bfloat16).astype(np.float64))
+    np.testing.assert_allclose(out.astype(np.float64), ref, rtol=2e-2)
+
+
+@pytest.mark.parametrize("chain,message", [
+    (Chain(4, 8, (Operand("col", "float32"),), (Step("sum", (("in", 0),), "float32"),), (0,)),
+     "reduces a full"),
+    (Chain(4, 8, (Operand("full", "float32"),), (Step("gather", (("in", 0),), "float32"),), (0,)),
+     "has no fused form"),
+    (Chain(4, 8, (Operand("full", "float32"),), (Step("exp", (("v", 0),), "float32"),), (0,)),
+     "does not precede it"),
+    (Chain(4, 8, (Operand("full", "int32"),), (Step("exp", (("in", 0),), "int32"),), (0,)),
+     "element type int32"),
+])
+def test_unsupported_chains_are_rejected(chain, message):
+    with pytest.raises(ChainError, match=message):
+        kernel_source(chain, "bad")

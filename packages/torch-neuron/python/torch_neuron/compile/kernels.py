@@ -1,0 +1,169 @@
+# Copyright 2026 The torch-neuron authors
+# SPDX-License-Identifier: Apache-2.0
+"""Generated kernels at run time, and which graph nodes the kernel library serves.
+
+``FusedKernel`` is one chain's generated tile program as a graph node: on ``neuron`` its launch
+goes on the stream's timeline through the bridge's launch accounting with the program's simulated
+schedule as duration; its values come from the chain's ATen ops on zero-copy host views of the
+device buffers (the host reference path, as eager native ops), or, with device numerics on, from
+the generated program itself run by the ISA simulator.
+
+Matmul, attention and norm nodes stay ATen calls: the backend dispatches them to their library
+kernels through the one torch-to-kernel bridge (``torch_neuron.native``), exactly as in eager;
+``library_entry`` asks that bridge whether it covers a node, for the reports.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+import torch.fx as fx
+
+from ..native import binders, numerics
+from ..native.bridge import NotCovered, account_launch, host_view, table_name
+from . import stats
+
+# Op-table kernels the reports list as library kernels (the rest of the table is eager pointwise work).
+LIBRARY_KINDS = ("mm", "matmul", "bmm", "linear", "addmm", "softmax", "layer_norm", "layer_norm_backward",
+                 "rms_norm", "embedding", "cross_entropy", "sdpa", "sdpa_backward")
+
+
+@functools.cache
+def _entries() -> dict:
+    """Executed overload ("aten::add.out") -> op-table entry, as torch_neuron.native.install registers them."""
+    try:
+        import neuron_kernels
+    except ImportError:
+        return {}
+    from ..native.install import executed_as
+    out = {}
+    for entry in neuron_kernels.table().values():
+        for name in executed_as(entry):
+            out[name] = entry
+    return out
+
+
+def _schema_args(node: fx.Node) -> list:
+    sch = node.target._schema
+    vals = []
+    for i, a in enumerate(sch.arguments):
+        if i < len(node.args):
+            v = node.args[i]
+        elif a.name in node.kwargs:
+            v = node.kwargs[a.name]
+        else:
+            v = a.default_value if a.has_default_value() else None
+        vals.append(fx.node.map_arg(v, lambda n: n.meta.get("val")))
+    return vals
+
+
+def library_entry(node: fx.Node) -> tuple[str, str | None]:
+    """("kernel" | "eager" | "fallback", reason): how the backend will run this ATen node."""
+    target = node.target
+    if not isinstance(target, torch._ops.OpOverload):
+        return "eager", None
+    from ..native.custom_ops import registered
+    if target._schema.name in registered:
+        return "kernel", None      # an nki_op: its tile kernel runs on the device
+    name = f"{target._schema.name}" + (f".{target._schema.overload_name}" if target._schema.overload_name else "")
+    entry = _entries().get(name)
+    if entry is None:
+        return "fallback", f"{name} has no entry in neuron_kernels' op table"
+    val = node.meta.get("val")
+    ref = val[0] if isinstance(val, (tuple, list)) and val else val
+    if not isinstance(ref, torch.Tensor):
+        ref = next((a.meta.get("val") for a in node.all_input_nodes
+                    if isinstance(a.meta.get("val"), torch.Tensor)), None)
+    if ref is None:
+        return "fallback", f"{name}: no tensor result"
+    import neuron_kernels
+    dtype = table_name(ref.dtype)
+    if neuron_kernels.lookup(entry.aten, dtype) is None:
+        return "fallback", f"{name}: no kernel for dtype {dtype}"
+    try:
+        binders.bind(name, entry, dtype, _schema_args(node))
+    except NotCovered as e:
+        return "fallback", f"{name}: {e}"
+    except Exception as e:  # noqa: BLE001 - any binding failure means the backend runs it as fallback
+        return "fallback", f"{name}: {type(e).__name__}: {e}"
+    return ("kernel" if entry.columns.get("binder") in LIBRARY_KINDS else "eager"), None
+
+
+def host_alias(t: torch.Tensor) -> torch.Tensor:
+    """A CPU tensor over ``t``'s device bytes (same sizes, strides and offset; no copy)."""
+    if t.device.type != "neuron":
+        return t
+    st = t.untyped_storage()
+    if st.nbytes() == 0:
+        return torch.empty(t.shape, dtype=t.dtype)
+    import neuron_sim
+    raw = torch.from_numpy(neuron_sim.alias_array(st.data_ptr(), (st.nbytes(),), np.uint8))
+    return raw.view(t.dtype).as_strided(t.shape, t.stride(), t.storage_offset())
+
+
+class FusedKernel:
+    """One generated tile kernel standing for a chain of ATen nodes."""
+
+    def __init__(self, name: str, chain, reference: fx.GraphModule, inputs: list, outputs: list,
+                 kernel_info: dict, program_factory):
+        self.__name__ = self.name = name
+        self.chain = chain
+        self.input_nodes = inputs             # the graph nodes the kernel reads, in argument order
+        self.output_nodes = outputs           # the graph nodes whose values it produces
+        self.source = kernel_info["source"]   # the generated tile-language source
+        self.reference = reference            # the chain's ATen ops: host values, CPU graphs
+        # (shape, stride, dtype) per result, as the unfused ops produced it
+        self.outputs = [(tuple(o.meta["val"].shape), tuple(o.meta["val"].stride()), o.meta["val"].dtype)
+                        for o in outputs]
+        self.latency_ns = kernel_info["latency_ns"]
+        self.dma_bytes = kernel_info["dma_bytes"]
+        self.eager_bytes = kernel_info["eager_bytes"]
+        self._program_factory = program_factory
+        self._programs = None
+
+    def __repr__(self) -> str:
+        return f"FusedKernel({self.name}: {self.chain.describe()})"
+
+    def programs(self):
+        if self._programs is None:
+            self._programs = self._program_factory()
+        return self._programs
+
+    def __call__(self, *inputs):
+        dev = next((t.device for t in inputs if isinstance(t, torch.Tensor)), None)
+        if dev is None or dev.type != "neuron":
+            return tuple(self.reference(*inputs))
+        outs = [torch.empty_strided(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.outputs]
+        if numerics.device_numerics_enabled():
+            self._run_program(inputs, outs)
+        else:
+            with torch.no_grad():
+                vals = self.reference(*[host_alias(t) if isinstance(t, torch.Tensor) else t for t in inputs])
+                for o, v in zip(outs, vals):
+                    host_alias(o).copy_(v)
+        account_launch(f"neuron::{self.name}", self.outputs[0][2], dev.index, self.latency_ns)
+        stats.record_launch(self)
+        return tuple(outs)
+
+    def _run_program(self, inputs, outs) -> None:
+        from neuron_sim.isa import execute
+
+        R, C = self.chain.rows, self.chain.cols
+        shapes = {"full": (R, C), "col": (R, 1), "row": (C,), "scalar": (1,)}
+        arrays = []
+        tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+        for t, op in zip(tensors, self.chain.inputs):
+            arrays.append(host_view(host_alias(t).contiguous().reshape(shapes[op.layout])))
+        layouts = self.chain.layouts()
+        # Results are written through contiguous [rows, cols] views; a result with the unfused
+        # op's other strides goes through a host copy.
+        targets = [host_alias(o) for o in outs]
+        staged = [t if t.is_contiguous() else torch.empty(t.shape, dtype=t.dtype) for t in targets]
+        views = [host_view(t).reshape(shapes[layouts[s]]) for t, s in zip(staged, self.chain.outputs)]
+        for p in self.programs():
+            execute(p, arrays, outputs=views)
+        for t, st in zip(targets, staged):
+            if st is not t:
+                t.copy_(st)
+        stats.record_numerics(self)

@@ -1,0 +1,263 @@
+# Copyright 2026 The torch-neuron authors
+# SPDX-License-Identifier: Apache-2.0
+"""Chains -> generated kernels -> the lowered graph.
+
+``chain_of`` describes one group of ATen nodes as a ``neuron_kernels.fusion.Chain`` plus the
+small ATen graph that computes the same values (the host reference); ``lower`` rebuilds the
+graph with each group replaced by one ``FusedKernel`` call, in a topological order of groups and
+remaining nodes.
+"""
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.fx as fx
+
+from . import cache, stats
+from .chains import BINARY, REDUCTION, UNARY, VIEWS, FLOAT_DTYPES, Group, _shape, _val, prims
+
+aten = torch.ops.aten
+
+
+class Unfusable(Exception):
+    pass
+
+
+def _nbytes(node) -> int:
+    v = _val(node)
+    return v.numel() * v.element_size() if isinstance(v, torch.Tensor) else 0
+
+
+def chain_of(g: Group):
+    """(Chain, inputs: external nodes, outputs: compute nodes stored to HBM, eager_bytes)."""
+    from neuron_kernels.fusion import Chain, Operand, Step
+
+    members = set(g.nodes)
+    inputs: list[fx.Node] = []
+    in_layout: dict[fx.Node, str] = {}
+    value: dict[fx.Node, tuple] = {}
+    steps: list = []
+    step_node: dict[int, fx.Node] = {}
+
+    def ref(a, out_shape):
+        if not isinstance(a, fx.Node):
+            return ("c", float(a))
+        if a in value:
+            return value[a]
+        lay = g.operand_layout(_shape(a), out_shape)
+        if lay is None:
+            raise Unfusable(f"operand {a.name} of shape {_shape(a)} against {out_shape}")
+        if a in in_layout and in_layout[a] != lay:
+            raise Unfusable(f"input {a.name} is used as {in_layout[a]} and {lay}")
+        if a not in in_layout:
+            in_layout[a] = lay
+            inputs.append(a)
+        return ("in", inputs.index(a))
+
+    def emit(op, args, dtype, node):
+        steps.append(Step(op, tuple(args), dtype))
+        step_node[len(steps) - 1] = node
+        return ("v", len(steps) - 1)
+
+    for n in g.nodes:
+        t = n.target
+        out = _shape(n)
+        dt = FLOAT_DTYPES[_val(n).dtype]
+        if t in VIEWS:
+            src = n.args[0]
+            value[n] = value[src] if src in value else ref(src, out)
+            continue
+        if t in REDUCTION:
+            value[n] = emit(REDUCTION[t], [ref(n.args[0], _shape(n.args[0]))], dt, n)
+        elif t in BINARY:
+            a, b = ref(n.args[0], out), ref(n.args[1], out)
+            op = BINARY[t]
+            if op == "power" and b[0] == "c" and b[1] == 2.0:
+                value[n] = emit("square", [a], dt, n)
+            else:
+                value[n] = emit(op, [a, b], dt, n)
+        elif t in UNARY:
+            value[n] = emit(UNARY[t], [ref(n.args[0], out)], dt, n)
+        elif t is aten.gelu.default:
+            approx = n.kwargs.get("approximate", n.args[1] if len(n.args) > 1 else "none")
+            value[n] = emit("gelu_apprx_tanh" if approx == "tanh" else "gelu", [ref(n.args[0], out)], dt, n)
+        elif t is aten.rsub.Scalar:
+            value[n] = emit("subtract", [("c", float(n.args[1])), ref(n.args[0], out)], dt, n)
+        elif t in (prims.convert_element_type.default, aten._to_copy.default):
+            value[n] = emit("copy", [ref(n.args[0], out)], dt, n)
+        elif t is aten.threshold_backward.default:
+            mask = emit("greater", [ref(n.args[1], out), ("c", float(n.args[2]))], "float32", n)
+            value[n] = emit("multiply", [ref(n.args[0], out), mask], dt, n)
+        elif t is aten.tanh_backward.default:
+            y = ref(n.args[1], out)
+            sq = emit("multiply", [y, y], "float32", n)
+            one_minus = emit("subtract", [("c", 1.0), sq], "float32", n)
+            value[n] = emit("multiply", [ref(n.args[0], out), one_minus], dt, n)
+        elif t is aten.sigmoid_backward.default:
+            y = ref(n.args[1], out)
+            one_minus = emit("subtract", [("c", 1.0), y], "float32", n)
+            d = emit("multiply", [y, one_minus], "float32", n)
+            value[n] = emit("multiply", [ref(n.args[0], out), d], dt, n)
+        else:
+            raise Unfusable(f"{t} has no fused form")
+
+    # Results: compute nodes read outside the group (views of them are re-applied outside).
+    def needed_outside(n):
+        return any(u not in members or u.op == "output" for u in n.users)
+
+    outputs: list[fx.Node] = []
+
+    def need(n):
+        if n in members and n.target in VIEWS:
+            need(n.args[0])
+        elif n in members and n not in outputs:
+            outputs.append(n)
+
+    for n in g.nodes:
+        if needed_outside(n):
+            need(n)
+    outputs.sort(key=lambda n: g.nodes.index(n))
+    out_steps = []
+    for n in outputs:
+        v = value[n]
+        if v[0] != "v":
+            raise Unfusable(f"{n.name} is an input value")
+        out_steps.append(v[1])
+    chain = Chain(g.rows, g.cols, tuple(Operand(in_layout[a], FLOAT_DTYPES[_val(a).dtype]) for a in inputs),
+                  tuple(steps), tuple(out_steps))
+    layouts = chain.layouts()
+    for n, s in zip(outputs, out_steps):
+        if layouts[s] != g.layout(_shape(n)):
+            raise Unfusable(f"{n.name} is {layouts[s]} inside the kernel but has shape {_shape(n)}")
+    if not outputs:
+        raise Unfusable("no result is used")
+    # What the chain's nodes move as separate eager kernels: each compute node reads its
+    # tensor operands and writes its result.
+    eager_bytes = 0
+    for n in g.nodes:
+        if n.target not in VIEWS:
+            eager_bytes += _nbytes(n) + sum(_nbytes(a) for a in n.all_input_nodes)
+    return chain, inputs, outputs, eager_bytes
+
+
+def reference_graph(g: Group, inputs: list, outputs: list) -> fx.GraphModule:
+    """The group's ATen nodes as their own graph: inputs -> tuple of outputs."""
+    graph = fx.Graph()
+    env = {}
+    for i, a in enumerate(inputs):
+        env[a] = graph.placeholder(f"in{i}")
+    for n in g.nodes:
+        env[n] = graph.node_copy(n, lambda x: env[x])
+    graph.output(tuple(env[o] for o in outputs))
+    return fx.GraphModule(torch.nn.Module(), graph)
+
+
+def build_kernel(name: str, chain, options, profile: str) -> dict:
+    """The generated kernel's source and schedule (from the disk cache when present)."""
+    from neuron_kernels.fusion import generate, kernel_source
+
+    k = cache.key(options.key(), profile, chain)
+    if options.cache:
+        hit = cache.load(k)
+        if hit is not None:
+            stats.cache_event(True, cache.directory())
+            return hit
+    kernel = generate(chain, name)
+    specs = _specs(chain)
+    sched = kernel.schedule(*specs, profile=profile)
+    entry = {"source": kernel_source(chain, name), "latency_ns": float(sched.latency_ns),
+             "dma_bytes": int(sched.dma_bytes), "n_instructions": int(sched.n_instructions)}
+    if options.cache:
+        stats.cache_event(False, cache.directory())
+        cache.store(k, entry)
+    return entry
+
+
+def _specs(chain):
+    import neuron_kernels.language as nl
+    R, C = chain.rows, chain.cols
+    shapes = {"full": (R, C), "col": (R, 1), "row": (C,), "scalar": (1,)}
+    return [nl.TensorSpec(shapes[o.layout], o.dtype) for o in chain.inputs]
+
+
+def program_factory(chain, name: str, profile: str):
+    def make():
+        from neuron_kernels.fusion import generate
+        return generate(chain, name).programs(*_specs(chain), profile=profile)
+    return make
+
+
+def lower(gm: fx.GraphModule, groups: list, kernels: dict) -> fx.GraphModule:
+    """A new graph: each group one FusedKernel call (``kernels[gid]``), the rest copied, in a
+    topological order that keeps the original order where it can."""
+    from .kernels import FusedKernel
+
+    group_of = {n: g.gid for g in groups if g.gid in kernels for n in g.nodes}
+    order = list(gm.graph.nodes)
+    index = {n: i for i, n in enumerate(order)}
+    # Units: a group (by gid) or a node; dependencies between units.
+    unit_of = {n: ("g", group_of[n]) if n in group_of else ("n", n) for n in order}
+    members: dict = {}
+    for n in order:
+        members.setdefault(unit_of[n], []).append(n)
+    deps = {u: set() for u in members}
+    for u, ns in members.items():
+        for n in ns:
+            for a in n.all_input_nodes:
+                if unit_of[a] != u:
+                    deps[u].add(unit_of[a])
+    first = {u: min(index[n] for n in ns) for u, ns in members.items()}
+    users = {u: set() for u in members}
+    for u, ds in deps.items():
+        for d in ds:
+            users[d].add(u)
+    import heapq
+    remaining = {u: len(ds) for u, ds in deps.items()}
+    ready = [(first[u], i, u) for i, u in enumerate(members) if remaining[u] == 0]
+    heapq.heapify(ready)
+    seq = []
+    counter = len(members)
+    while ready:
+        _, _, u = heapq.heappop(ready)
+        seq.append(u)
+        for v in users[u]:
+            remaining[v] -= 1
+            if remaining[v] == 0:
+                counter += 1
+                heapq.heappush(ready, (first[v], counter, v))
+    if len(seq) != len(members):
+        raise RuntimeError("torch.compile(backend='neuron'): fused groups form a cycle (a non-convex group)")
+
+    graph = fx.Graph()
+    env: dict = {}
+    for u in seq:
+        if u[0] == "n":
+            n = u[1]
+            env[n] = graph.node_copy(n, lambda x: env[x])
+            continue
+        fk: FusedKernel = kernels[u[1]]
+        g_nodes = members[u]
+        call = graph.call_function(fk, tuple(env[a] for a in fk.input_nodes))
+        call.meta["val"] = tuple(_val(o) for o in fk.output_nodes)
+        for i, o in enumerate(fk.output_nodes):
+            env[o] = graph.call_function(operator.getitem, (call, i))
+            env[o].meta["val"] = _val(o)
+        # Views of results read outside the group are re-applied to the kernel's outputs.
+        for n in g_nodes:
+            if n.target in VIEWS and n not in env and _view_base_available(n, env):
+                env[n] = graph.node_copy(n, lambda x: env[x])
+    graph.eliminate_dead_code()
+    return fx.GraphModule(gm, graph)
+
+
+def _view_base_available(n, env) -> bool:
+    src = n.args[0]
+    return src in env and all(a in env for a in n.all_input_nodes)
+
+
+def group_name(gid: int, chain) -> str:
+    ops = [s.op for s in chain.steps]
+    head = "_".join(dict.fromkeys(ops))[:40]
+    return f"fused_{gid}_{head}"
+

@@ -1,0 +1,163 @@
+# Copyright 2026 The torch-neuron authors
+# SPDX-License-Identifier: Apache-2.0
+"""Lowering one AOTAutograd graph: an ordered list of named, pure passes with dumpable forms.
+
+    specialize -> classify -> fuse -> generate -> lower
+
+Each pass takes a ``Lowering`` and returns a new one (the input graph is never edited), and
+``Lowering.dump()`` prints what a pass produced. The pipeline runs once per concrete input
+signature (shapes, dtypes, devices) of the graph: a graph Dynamo made symbolic after a shape
+change is specialized per shape here, as TorchNeuron recompiles per shape.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Callable
+
+import torch
+import torch.fx as fx
+
+from . import chains, lowering, stats
+from .kernels import FusedKernel, library_entry
+from .options import CompileOptions
+
+
+@dataclasses.dataclass(frozen=True)
+class Lowering:
+    name: str                       # e.g. "g0_forward"
+    options: CompileOptions
+    profile: str
+    gm: fx.GraphModule
+    kinds: tuple = ()               # (node name, kind, reason, op) per ATen node
+    groups: tuple = ()              # chains.Group
+    kernels: tuple = ()             # (gid, FusedKernel)
+    lowered: fx.GraphModule | None = None
+
+    def dump(self) -> str:
+        parts = [f"# {self.name}", self.gm.print_readable(print_output=False)]
+        if self.kinds:
+            parts.append("# node kinds\n" + "\n".join(f"{n}: {k}" + (f" ({r})" if r else "") for n, k, r, _ in self.kinds))
+        if self.groups:
+            parts.append("# chains\n" + "\n".join(
+                f"group {g.gid} [{g.rows}x{g.cols}]: " + ", ".join(n.name for n in g.nodes) for g in self.groups))
+        for gid, k in self.kernels:
+            parts.append(f"# kernel {k.name} ({k.chain.describe()}): {k.latency_ns:.0f} ns, {k.dma_bytes} HBM bytes\n"
+                         + k.source)
+        if self.lowered is not None:
+            parts.append("# lowered\n" + self.lowered.print_readable(print_output=False))
+        return "\n\n".join(parts)
+
+
+def _fake_prop(gm: fx.GraphModule, args) -> fx.GraphModule:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    graph = fx.Graph()
+    out = graph.graph_copy(gm.graph, {})
+    graph.output(out)
+    copy = fx.GraphModule(gm, graph)
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    FakeTensorProp(copy, mode).propagate(*args)
+    return copy
+
+
+def _symbolic(gm: fx.GraphModule) -> bool:
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            v = n.meta.get("val")
+            if isinstance(v, torch.SymInt) or (isinstance(v, torch.Tensor) and any(
+                    isinstance(s, torch.SymInt) for s in v.shape)):
+                return True
+    return False
+
+
+def specialize(lw: Lowering, args) -> Lowering:
+    """Concrete shapes on every node (re-propagated with these arguments if the graph is symbolic)."""
+    return dataclasses.replace(lw, gm=_fake_prop(lw.gm, args) if _symbolic(lw.gm) else lw.gm)
+
+
+def classify(lw: Lowering, args=None) -> Lowering:
+    kinds = []
+    for n in lw.gm.graph.nodes:
+        if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload):
+            continue
+        if n.target in chains.VIEWS or _is_view(n):
+            kinds.append((n.name, "view", None, None))
+            continue
+        kind, reason = library_entry(n)
+        kinds.append((n.name, kind, reason, _op_name(n.target)))
+    return dataclasses.replace(lw, kinds=tuple(kinds))
+
+
+def _op_name(t) -> str:
+    s = t._schema
+    return s.name + (f".{s.overload_name}" if s.overload_name else "")
+
+
+def _is_view(n) -> bool:
+    sch = n.target._schema
+    return bool(sch.returns) and sch.returns[0].alias_info is not None and not sch.returns[0].alias_info.is_write
+
+
+def fuse(lw: Lowering, args=None) -> Lowering:
+    if not lw.options.fusion:
+        return lw
+    return dataclasses.replace(lw, groups=tuple(chains.find_groups(lw.gm, lw.options.min_chain)))
+
+
+def generate(lw: Lowering, args=None) -> Lowering:
+    kernels = []
+    for g in lw.groups:
+        try:
+            chain, inputs, outputs, eager_bytes = lowering.chain_of(g)
+            name = lowering.group_name(len(stats.get()["fused_kernels"]), chain)
+            info = lowering.build_kernel(name, chain, lw.options, lw.profile)
+        except Exception as e:  # noqa: BLE001 - the chain's nodes run as eager ops; the reason is reported
+            stats.unfused({"graph": lw.name, "nodes": [n.name for n in g.nodes], "reason": f"{type(e).__name__}: {e}"})
+            continue
+        ref = lowering.reference_graph(g, inputs, outputs)
+        k = FusedKernel(name, chain, ref, inputs, outputs, {**info, "eager_bytes": eager_bytes},
+                        lowering.program_factory(chain, name, lw.profile))
+        kernels.append((g.gid, k))
+        stats.fused({"name": name, "graph": lw.name, "ops": chain.describe(),
+                     "aten": [str(n.target) for n in g.nodes], "rows": chain.rows, "cols": chain.cols,
+                     "latency_ns": info["latency_ns"], "hbm_bytes": info["dma_bytes"], "eager_hbm_bytes": eager_bytes})
+    return dataclasses.replace(lw, kernels=tuple(kernels))
+
+
+def lower(lw: Lowering, args=None) -> Lowering:
+    fused = {n.name for gid, k in lw.kernels for g in lw.groups if g.gid == gid for n in g.nodes}
+    for name, kind, reason, op in lw.kinds:
+        if name in fused or kind == "view":
+            continue
+        if kind == "fallback":
+            stats.fallback(op, reason or "")
+        else:
+            stats.add("eager_nodes")
+            if kind == "kernel":
+                stats.add("kernel_nodes")
+    return dataclasses.replace(lw, lowered=lowering.lower(lw.gm, list(lw.groups), dict(lw.kernels)))
+
+
+PASSES: tuple[tuple[str, Callable], ...] = (
+    ("specialize", specialize),
+    ("classify", classify),
+    ("fuse", fuse),
+    ("generate", generate),
+    ("lower", lower),
+)
+
+
+def run(lw: Lowering, args) -> Lowering:
+    for name, fn in PASSES:
+        t0 = time.perf_counter()
+        lw = fn(lw, args)
+        stats.stage(name, time.perf_counter() - t0)
+        if lw.options.dump_dir:
+            os.makedirs(lw.options.dump_dir, exist_ok=True)
+            with open(os.path.join(lw.options.dump_dir, f"{lw.name}.{name}.txt"), "w") as f:
+                f.write(lw.dump())
+    stats.add("specializations")
+    return lw

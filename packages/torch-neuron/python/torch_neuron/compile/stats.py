@@ -1,0 +1,90 @@
+# Copyright 2026 The torch-neuron authors
+# SPDX-License-Identifier: Apache-2.0
+"""What the backend compiled and ran: ``torch_neuron.compile_stats()``."""
+from __future__ import annotations
+
+import collections
+import copy
+import threading
+
+_lock = threading.Lock()
+
+
+def _empty() -> dict:
+    return {
+        "graphs": 0,                 # Dynamo graphs handed to the backend
+        "partitions": 0,             # AOT graphs lowered (forward, backward, inference), per shape signature
+        "specializations": 0,        # (graph, input shape signature) pairs lowered
+        "fused_kernels": [],         # per generated kernel: name, ops (the chain), latency_ns, hbm bytes
+        "eager_nodes": 0,            # ATen nodes run as eager ops with a native kernel
+        "kernel_nodes": 0,           # of those: matmul / attention / norm nodes served by library kernels
+        "fallback_nodes": 0,         # ATen nodes the backend runs on the host (no kernel covers them)
+        "fallback_reasons": {},      # op -> why
+        "unfused_chains": [],        # chains the generator could not turn into a kernel, with the reason
+        "stage_seconds": collections.defaultdict(float),
+        "cache": {"hits": 0, "misses": 0, "dir": None},
+        "fused_launches": 0,
+        "fused_hbm_bytes": 0,        # HBM bytes of the fused launches (their programs' schedules)
+        "fused_eager_hbm_bytes": 0,  # what the same ops move as separate eager kernels
+        "numerics_launches": 0,      # fused launches whose values the generated program computed
+    }
+
+
+_stats = _empty()
+
+
+def get() -> dict:
+    with _lock:
+        out = copy.deepcopy(_stats)
+    out["stage_seconds"] = dict(out["stage_seconds"])
+    return out
+
+
+def clear() -> None:
+    global _stats
+    with _lock:
+        _stats = _empty()
+
+
+def add(key: str, n: int = 1) -> None:
+    with _lock:
+        _stats[key] += n
+
+
+def stage(name: str, seconds: float) -> None:
+    with _lock:
+        _stats["stage_seconds"][name] += seconds
+
+
+def cache_event(hit: bool, directory: str) -> None:
+    with _lock:
+        _stats["cache"]["hits" if hit else "misses"] += 1
+        _stats["cache"]["dir"] = directory
+
+
+def fused(entry: dict) -> None:
+    with _lock:
+        _stats["fused_kernels"].append(entry)
+
+
+def unfused(entry: dict) -> None:
+    with _lock:
+        _stats["unfused_chains"].append(entry)
+
+
+def fallback(op: str, reason: str) -> None:
+    with _lock:
+        _stats["fallback_nodes"] += 1
+        _stats["fallback_reasons"][op] = reason
+
+
+def record_launch(k) -> None:
+    with _lock:
+        _stats["fused_launches"] += 1
+        _stats["fused_hbm_bytes"] += k.dma_bytes
+        _stats["fused_eager_hbm_bytes"] += k.eager_bytes
+
+
+def record_numerics(k) -> None:
+    with _lock:
+        _stats["numerics_launches"] += 1
