@@ -44,6 +44,13 @@ REGISTRY: tuple[EnvVar, ...] = (
     EnvVar("TORCH_NEURON_DISABLE_WORKAROUNDS", "bool", "0",
            "1: do not apply torch_neuron's runtime workarounds for known torch bugs "
            "(see patches/README.md)."),
+    EnvVar("TORCH_NEURON_SANITIZE", "choice", "0",
+           "raise (or 1): the stream-race sanitizer checks every op on neuron tensors of the "
+           "importing thread (reads and writes per stream, events, wait_stream, synchronize, "
+           "record_stream, allocator reuse) and raises torch_neuron.sanitizer.StreamRaceError "
+           "with both ops and stacks on a race; warn: a StreamRaceWarning instead; 0: off (no "
+           "cost). Read at import (also torch_neuron.sanitizer.enable()/disable()).",
+           choices=("0", "raise", "warn")),
     EnvVar("LOCAL_RANK", "int", "(unset)",
            "set by torchrun: the c10d backend 'neuron' binds the process to neuron:(LOCAL_RANK % device_count)."),
     EnvVar("TORCH_DEVICE_BACKEND_AUTOLOAD", "bool", "1",
