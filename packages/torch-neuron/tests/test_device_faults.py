@@ -108,7 +108,7 @@ def test_failed_in_place_launch_leaves_its_tensors_unchanged():
         out = torch.full((6,), -1.0, device="neuron")
         r = torch.zeros(6, device="neuron")
         for name, call in (("aten::add_.Tensor", lambda: a.add_(b)),
-                           ("aten::mul_.Scalar", lambda: a.mul_(3.0)),
+                           ("aten::mul_.Tensor", lambda: a.mul_(3.0)),
                            ("aten::sub.out", lambda: torch.sub(a, b, out=out)),
                            ("aten::uniform_", lambda: r.uniform_()),
                            ("aten::addcmul_", lambda: a.addcmul_(b, b))):
@@ -126,7 +126,7 @@ def test_failed_in_place_launch_leaves_its_tensors_unchanged():
         a.mul_(3.0)
         assert torch.equal(a.cpu(), (torch.arange(6.0) + 1) * 3)
         print("ok")
-    """, NEURON_SIM_FAULT_KERNEL="aten::add_.Tensor=1,aten::mul_.Scalar=1,aten::sub.out=1,aten::uniform_=1,"
+    """, NEURON_SIM_FAULT_KERNEL="aten::add_.Tensor=1,aten::mul_.Tensor=1,aten::sub.out=1,aten::uniform_=1,"
                                  "aten::addcmul_=1")
     assert proc.stdout.strip() == "ok"
 

@@ -2,6 +2,7 @@
 stream of the tensor's device; its schema says which arguments it reads and writes."""
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import traceback
@@ -59,10 +60,15 @@ def _describe(t: torch.Tensor) -> str:
     return f"shape {list(t.shape)}, {str(t.dtype).replace('torch.', '')}"
 
 
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+
+
 def _stack() -> traceback.StackSummary:
-    # Frames of the user's program: from the caller of the dispatch mode outwards.
-    frame = sys._getframe(3)
-    stack = traceback.StackSummary.extract(traceback.walk_stack(frame), limit=_STACK_LIMIT, lookup_lines=False)
+    # The program's frames, from the caller of the dispatch mode outwards; torch's own wrappers
+    # (dynamo's disable decorators, autograd's Python functions) say nothing about the race.
+    frames = ((f, n) for f, n in traceback.walk_stack(sys._getframe(2))
+              if not f.f_code.co_filename.startswith(_TORCH_DIR))
+    stack = traceback.StackSummary.extract(frames, limit=_STACK_LIMIT, lookup_lines=False)
     stack.reverse()
     return stack
 
