@@ -123,4 +123,5 @@ def check(family: str, what: str, cpu: Optional[Callable[[], Any]], neuron: Call
     for t in common.tensors_in(dev_val):
         if t.device.type != "neuron":
             raise Finding(f"{family}: {what}: a result is on {t.device}, not neuron")
-    _same_structure(_to_cpu(dev_val), cpu_val, f"{family}: {what}", compare_values and not random)
+    # Both through the same tree map (which rebuilds a torch.Size as a tuple).
+    _same_structure(_to_cpu(dev_val), _to_cpu(cpu_val), f"{family}: {what}", compare_values and not random)

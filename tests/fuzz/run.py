@@ -32,7 +32,7 @@ from tests.fuzz.oracle import STATS, Finding  # noqa: E402
 FLOORS = HERE / "native_floors.yaml"
 KNOWN = HERE / "known_findings.yaml"
 # Examples per family of the bounded run; together they take well under a minute.
-BOUNDED = {"unary": 60, "binary": 80, "reduction": 60, "matmul": 50, "shape": 60, "huge": 16, "opinfo": 120}
+BOUNDED = {"unary": 160, "binary": 220, "reduction": 160, "matmul": 120, "shape": 140, "huge": 16, "opinfo": 400}
 
 
 def run_family(name: str, examples: int, seed: int) -> None:
