@@ -87,6 +87,15 @@ def main(argv=None) -> int:
             new.append(text)
     print(f"  native kernels reached by {len(STATS.native)} ops: "
           + ", ".join(f"{op} {n}" for op, n in sorted(STATS.native.items())))
+    # Op-table rows torch hands to the backend whose kernels no example reached.
+    import neuron_kernels
+
+    rows = [e for e in neuron_kernels.table().values() if e.columns.get("dispatched") is True]
+    unreached = sorted(e.aten for e in rows
+                       if not any(n == e.aten or n.startswith(e.aten + ".") or n in e.columns.get("executed_as", ())
+                                  for n in STATS.native))
+    print(f"  op-table rows dispatched to the backend: {len(rows)}; no example reached the kernel of "
+          f"{len(unreached)}: {', '.join(unreached)}")
     status = 0
     if new:
         print(f"fuzz: {len(new)} findings not in {KNOWN.name}")
