@@ -36,7 +36,7 @@ class _Plan:
         schema = func._schema
         self.name = schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
         self.skip = schema.name in _NO_ACCESS
-        self.args = []  # (position, name, is_write); view bases are not accesses
+        self.args = []  # (position, name, kwarg_only, is_write); view bases are not accesses
         for i, a in enumerate(schema.arguments):
             info = a.alias_info
             if info is not None and not info.is_write:
