@@ -25,7 +25,7 @@ pkg_files = $(wildcard $(shell git ls-files --cached --others --exclude-standard
               find packages/$(1) -type f -not -path '*/build/*' -not -path '*/__pycache__/*' \
               -not -path '*/.pytest_cache/*' -not -path '*.egg-info/*' -not -name '*.so' 2>/dev/null))
 
-.PHONY: install test demo bench test-upstream lint patched-torch clean help test-cpp test-pkg
+.PHONY: install test demo bench test-upstream lint patched-torch clean help test-cpp test-pkg test-sanitize test-fuzz-long
 
 help:
 	@echo "make install        create $(VENV), install torch==2.13.0, every package ($(PRESENT)) and $(ECOSYSTEM_REQUIREMENTS)"
@@ -34,6 +34,8 @@ help:
 	@echo "make test-pkg PKG=<name>  one package's pytest suite and C++ tests (ctest), e.g. PKG=neuron-ccl"
 	@echo "make test-cpp       every package's C++ tests (ctest)"
 	@echo "make demo           the main job: train a small GPT on 'neuron' and on CPU, side by side"
+	@echo "make test-sanitize  (long) the demo and tests/distributed under TORCH_NEURON_SANITIZE=1, and its overhead"
+	@echo "make test-fuzz-long (long) op fuzzing against CPU, FUZZ_EXAMPLES per family, FUZZ_SEED"
 	@echo "make bench          benchmarks (ratios against a baseline measured in the same run)"
 	@echo "make test-upstream  PyTorch's device-generic tests against 'neuron'"
 	@echo "make patched-torch  build the patched torch wheel into a separate environment"
@@ -128,6 +130,18 @@ test: install test-cpp
 
 demo: install
 	$(PY) tools/demo/train_char_gpt.py
+
+# Long: the demo and the distributed suite under the stream-race sanitizer (not in `make test`).
+test-sanitize: install
+	TORCH_NEURON_SANITIZE=1 $(PY) tools/demo/train_char_gpt.py --steps 8
+	TORCH_NEURON_SANITIZE=1 $(PYTEST) tests/distributed
+	$(PY) tools/bench/sanitizer_overhead.py --repeats 9
+
+# Long: op-argument fuzzing against CPU with a fresh seed and many examples (tests/fuzz/run.py).
+FUZZ_EXAMPLES ?= 2000
+FUZZ_SEED ?= $(shell date +%s)
+test-fuzz-long: install
+	$(PY) -m tests.fuzz.run --examples $(FUZZ_EXAMPLES) --seed $(FUZZ_SEED)
 
 bench: install
 	$(PY) packages/neuron-sim/bench/bench_runtime.py

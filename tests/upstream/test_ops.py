@@ -63,12 +63,7 @@ def call(op, sample, fn=None):
     return (fn or op)(sample.input, *sample.args, **sample.kwargs)
 
 
-# The accounting names of the backend's random kernels (csrc/aten/Random*.cpp).
-RANDOM_KERNELS = frozenset(
-    "aten::" + name for name in (
-        "uniform_", "normal_", "random_", "bernoulli_", "exponential_", "geometric_", "log_normal_",
-        "cauchy_", "native_dropout", "multinomial", "randperm", "poisson", "binomial",
-        "_standard_gamma", "rrelu_with_noise"))
+RANDOM_KERNELS = common.RANDOM_KERNELS
 
 
 def ran_random_kernel(thunk):

@@ -61,6 +61,14 @@ DEVICE = "neuron"
 MAX_SAMPLES = int(os.environ.get("NEURON_UPSTREAM_MAX_SAMPLES", "4"))
 
 
+# The accounting names of the backend's random kernels (csrc/aten/Random*.cpp).
+RANDOM_KERNELS = frozenset(
+    "aten::" + name for name in (
+        "uniform_", "normal_", "random_", "bernoulli_", "exponential_", "geometric_", "log_normal_",
+        "cauchy_", "native_dropout", "multinomial", "randperm", "poisson", "binomial",
+        "_standard_gamma", "rrelu_with_noise"))
+
+
 def dtype_name(dtype):
     return str(dtype).removeprefix("torch.")
 

@@ -120,3 +120,24 @@ def test_repeated_ops_release_their_memory(case):
     for _ in range(20):
         run()
     assert _allocated() == before
+
+
+@pytest.mark.timeout(60)
+def test_native_op_on_operands_beyond_hbm_is_out_of_memory_without_simulating_its_schedule():
+    # An expanded (stride-0) input is small in memory but its result cannot fit: the native
+    # estimate used to simulate the kernel's schedule tile by tile for the whole logical shape
+    # (hours); found by the op fuzzer (tests/fuzz, family "huge").
+    import torch_neuron
+
+    hbm = torch.neuron.get_device_properties(0).total_memory
+    rows = hbm // 4 // 2 ** 16 + 1
+    a = torch.ones(rows, 1, device="neuron").expand(-1, 2 ** 16)
+    b = torch.ones(2 ** 16, device="neuron")
+    with pytest.raises(torch.OutOfMemoryError):
+        a + b
+    reasons = [r for (op, _dt, _shapes), r in torch_neuron.native_rejections().items() if op == "aten::add.Tensor"]
+    assert any("exceed the device's" in r and "HBM" in r for r in reasons), reasons
+    # The device goes on: the same op at a size that fits runs natively and is right.
+    torch_neuron.clear_op_tracking()
+    torch.testing.assert_close((a[:4] + b).cpu(), torch.full((4, 2 ** 16), 2.0))
+    assert torch_neuron.get_executed_ops()["aten::add.Tensor"]["native"] == 1

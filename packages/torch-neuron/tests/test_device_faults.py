@@ -98,6 +98,39 @@ def test_every_launch_of_a_kernel_fails_with_count_minus_one():
     assert proc.stdout.strip() == "3"
 
 
+def test_failed_in_place_launch_leaves_its_tensors_unchanged():
+    # The host kernel of an in-place op (or an out= op, or a random fill) writes device memory
+    # before its launch is accounted: the injected failure must come first.
+    proc = _run("""
+        import torch
+        a = torch.arange(6.0, device="neuron")
+        b = torch.ones(6, device="neuron")
+        out = torch.full((6,), -1.0, device="neuron")
+        r = torch.zeros(6, device="neuron")
+        for name, call in (("aten::add_.Tensor", lambda: a.add_(b)),
+                           ("aten::mul_.Tensor", lambda: a.mul_(3.0)),
+                           ("aten::sub.out", lambda: torch.sub(a, b, out=out)),
+                           ("aten::uniform_", lambda: r.uniform_()),
+                           ("aten::addcmul_", lambda: a.addcmul_(b, b))):
+            try:
+                call()
+            except torch.AcceleratorError as e:
+                assert name in str(e), (name, str(e))
+            else:
+                raise SystemExit(f"{name}: no error")
+        assert torch.equal(a.cpu(), torch.arange(6.0)), a
+        assert torch.equal(out.cpu(), torch.full((6,), -1.0)), out
+        assert torch.equal(r.cpu(), torch.zeros(6)), r
+        # Each fault had count 1: the same calls now run and write.
+        a.add_(b)
+        a.mul_(3.0)
+        assert torch.equal(a.cpu(), (torch.arange(6.0) + 1) * 3)
+        print("ok")
+    """, NEURON_SIM_FAULT_KERNEL="aten::add_.Tensor=1,aten::mul_.Tensor=1,aten::sub.out=1,aten::uniform_=1,"
+                                 "aten::addcmul_=1")
+    assert proc.stdout.strip() == "ok"
+
+
 def test_lost_device_fails_every_later_call_while_others_keep_working():
     proc = _run("""
         import torch

@@ -255,6 +255,11 @@ typedef int (*nsimHostFn)(void* user_data);
  * fn when the device is lost or a fault is injected for this name. */
 NSIM_API nsimError nsimLaunch(nsimQueue queue, uint32_t name_id, nsimLaunchKind kind,
                               double duration_ns, nsimHostFn fn, void* user_data);
+/* Whether the next nsimLaunch of `name_id` on `device` fails by an injected fault
+ * (NEURON_SIM_FAULT_KERNEL, NEURON_SIM_FAULT_DEVICE_LOST), without consuming it: 1 if it
+ * would, 0 if not. A caller that computes on the host before it launches asks first, so a
+ * failed launch changes no memory. Two relaxed loads when nothing is armed. */
+NSIM_API int nsimLaunchWouldFail(int device, uint32_t name_id);
 /* Modelled duration of a host<->device or device<->device transfer of `bytes`. */
 NSIM_API nsimError nsimModelCopyDuration(int device, nsimMemcpyKind kind, size_t bytes,
                                          double* duration_ns);

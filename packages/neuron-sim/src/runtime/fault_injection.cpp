@@ -69,6 +69,16 @@ bool consume_device_lost_fault(int device) {
   return false;
 }
 
+bool launch_fault_pending(int device, uint32_t name_id) {
+  if (g_lost_device.load(std::memory_order_relaxed) == device &&
+      g_lost_countdown.load(std::memory_order_relaxed) == 1) {
+    return true;
+  }
+  if (!g_kernel_faults_armed.load(std::memory_order_relaxed)) return false;
+  std::lock_guard<std::mutex> lock(g_kernel_mu);
+  return kernel_faults().count(name_id) != 0;
+}
+
 void arm_faults_from_config(const Config& cfg) {
   if (cfg.fault_alloc != 0) {
     g_alloc_run_left.store(0);

@@ -53,4 +53,8 @@ NSIM_API nsimError nsimLaunch(nsimQueue queue, uint32_t name_id, nsimLaunchKind 
   return NSIM_SUCCESS;
 }
 
+NSIM_API int nsimLaunchWouldFail(int device, uint32_t name_id) {
+  return launch_fault_pending(device, name_id) ? 1 : 0;
+}
+
 }  // extern "C"

@@ -47,11 +47,16 @@ TEST(named_kernel_fails_without_running_for_count_launches) {
   const uint32_t bad = name("flaky_kernel"), good = name("good_kernel");
   CHECK_OK(nsimFaultFailKernel("flaky_kernel", 2));
   int ran = 0;
+  // Asking does not consume: the armed fault still fails the next two launches.
+  CHECK_EQ(nsimLaunchWouldFail(0, bad), 1);
+  CHECK_EQ(nsimLaunchWouldFail(0, bad), 1);
+  CHECK_EQ(nsimLaunchWouldFail(0, good), 0);
   CHECK_ERR(nsimLaunch(q, bad, NSIM_LAUNCH_KERNEL, 10.0, mark, &ran), NSIM_ERROR_LAUNCH_FAILED);
   CHECK_CONTAINS(nsimGetLastErrorMessage(), "'flaky_kernel' on neuron device 0");
   CHECK_CONTAINS(nsimGetLastErrorMessage(), "nsimFaultFailKernel");
   CHECK_OK(nsimLaunch(q, good, NSIM_LAUNCH_KERNEL, 10.0, mark, &ran));
   CHECK_ERR(nsimLaunch(q, bad, NSIM_LAUNCH_KERNEL, 10.0, mark, &ran), NSIM_ERROR_LAUNCH_FAILED);
+  CHECK_EQ(nsimLaunchWouldFail(0, bad), 0);
   CHECK_OK(nsimLaunch(q, bad, NSIM_LAUNCH_KERNEL, 10.0, mark, &ran));
   CHECK_EQ(ran, 2);  // failed launches never ran
   double t = 0;

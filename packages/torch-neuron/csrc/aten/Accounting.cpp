@@ -68,6 +68,12 @@ void account(OpInfo& info, c10::DeviceIndex device, c10::ScalarType dtype, bool 
                           native ? NSIM_LAUNCH_KERNEL : NSIM_LAUNCH_FALLBACK, ns, nullptr, nullptr));
 }
 
+void check_launch(const OpInfo& info, c10::DeviceIndex device) {
+  if (C10_LIKELY(!nsimLaunchWouldFail(device, info.name_id))) return;
+  // The launch itself consumes the fault and reports it as it always does.
+  NEURON_CHECK(nsimLaunch(current_queue(device), info.name_id, NSIM_LAUNCH_FALLBACK, 0.0, nullptr, nullptr));
+}
+
 void account_host_kernel(const char* op_name, c10::DeviceIndex device, c10::ScalarType dtype,
                          double flops, double bytes_in, double bytes_out) {
   OpInfo& info = op_info_by_name(op_name);

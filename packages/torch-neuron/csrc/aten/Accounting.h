@@ -35,6 +35,12 @@ void account(OpInfo& info, c10::DeviceIndex device, c10::ScalarType dtype, bool 
 void account_host_kernel(const char* op_name, c10::DeviceIndex device, c10::ScalarType dtype,
                          double flops, double bytes_in, double bytes_out);
 
+// Raises the error the op's launch will raise when a fault is injected for it (its name in
+// NEURON_SIM_FAULT_KERNEL, the device's lost launch), before a host kernel writes anything:
+// the launch is accounted after the host computes, and an in-place op must not have changed
+// its tensor when its launch fails. Nothing armed: one call with two relaxed loads.
+void check_launch(const OpInfo& info, c10::DeviceIndex device);
+
 // Counts an execution whose timeline entry neuron_sim already made (copies).
 void count(OpInfo& info, c10::ScalarType dtype, bool native);
 

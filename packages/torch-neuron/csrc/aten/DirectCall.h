@@ -47,6 +47,7 @@ class DirectCall {
     }
     if (!info_.native_entry.empty()) decide_native(info_, dtype_, args, cost_);
     if (!cost_.native) on_fallback(info_, dtype_);
+    check_launch(info_, device_);
     scope_.emplace(device_);
   }
 

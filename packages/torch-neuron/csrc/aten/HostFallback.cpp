@@ -91,6 +91,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     decide_native(info, dtype, c10::ArrayRef<c10::IValue>(stack->data() + first, nargs), cost);
   }
   if (!info.is_view && !cost.native) on_fallback(info, dtype);
+  if (!info.is_view) check_launch(info, device);
 
   // Pass 2: replace arguments by their host forms. The replaced device arguments stay
   // owned here (moved, so without reference-count traffic): the scope borrows them.

@@ -49,7 +49,9 @@ class RandomOp {
  public:
   RandomOp(const char* op, const at::Tensor& like, const Gen& gen, uint64_t counters)
       : op_(op), device_(checked_device(like)), dtype_(like.scalar_type()), scope_(device_) {
-    on_fallback(op_info_by_name(op), dtype_);
+    OpInfo& info = op_info_by_name(op);
+    on_fallback(info, dtype_);
+    check_launch(info, device_);
     auto* g = at::get_generator_or_default<NeuronGeneratorImpl>(gen, default_generator(device_));
     std::lock_guard<std::mutex> lock(g->mutex_);
     seed_ = g->current_seed();

@@ -13,6 +13,7 @@
 #include "runtime/NeuronGenerator.h"
 #include "runtime/NeuronRuntime.h"
 #include "runtime/NeuronStream.h"
+#include "runtime/SanitizerLog.h"
 
 namespace py = pybind11;
 
@@ -112,6 +113,20 @@ PYBIND11_MODULE(_C, m) {
                              stream_id)),
         &t));
     return t;
+  });
+  m.def("current_stream_id", [](int d) {
+    return static_cast<int64_t>(current_stream(static_cast<c10::DeviceIndex>(d)).id());
+  });
+  m.def("_set_sanitizing", &set_sanitizing);
+  // (kind, ptr or event, size, device, stream, recorded streams) in the order they happened.
+  m.def("_sanitizer_drain", [] {
+    std::vector<SanitizerEvent> events = sanitizer_drain();
+    py::list out;
+    for (const SanitizerEvent& e : events) {
+      out.append(py::make_tuple(static_cast<int>(e.kind), e.ptr, e.size, e.device, e.stream,
+                                py::tuple(py::cast(e.streams))));
+    }
+    return out;
   });
   m.def("stream_priority", [](int d, int64_t stream_id) {
     return stream_priority(c10::Stream(c10::Stream::UNSAFE,

@@ -2,6 +2,7 @@
 
 #include "runtime/NeuronRuntime.h"
 #include "runtime/NeuronStream.h"
+#include "runtime/SanitizerLog.h"
 
 #include <algorithm>
 #include <memory>
@@ -93,14 +94,20 @@ class DeviceCache {
     return block;
   }
 
-  // Returns false if ptr is not a live block of this device.
-  bool free(void* ptr) {
+  // Returns false if ptr is not a live block of this device. `freed`, when given, receives
+  // what the stream-race sanitizer logs once the lock is released.
+  bool free(void* ptr, SanitizerEvent* freed = nullptr) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = live_.find(ptr);
     if (it == live_.end()) return false;
     Block* block = it->second;
     live_.erase(it);
     block->allocated = false;
+    if (freed) {
+      *freed = SanitizerEvent{SanitizerEventKind::Free, reinterpret_cast<uintptr_t>(block->ptr),
+                              block->size, device_, block->stream,
+                              std::vector<int64_t>(block->stream_uses.begin(), block->stream_uses.end())};
+    }
     // Host execution is synchronous, so work on the streams recorded with
     // record_stream has finished by the time the block is freed.
     block->stream_uses.clear();
@@ -356,13 +363,26 @@ DeviceCache& cache(c10::DeviceIndex d) {
   return *caches()[d];
 }
 
+void log_alloc(const Block* b, c10::DeviceIndex device, c10::StreamId stream) {
+  sanitizer_log(SanitizerEvent{SanitizerEventKind::Alloc, reinterpret_cast<uintptr_t>(b->ptr),
+                               b->size, device, stream, {}});
+}
+
 void free_device_ptr(void* ptr) {
   // In a forked child the block is the parent's: the child's copy of the cache stays as it is.
   if (!ptr || C10_UNLIKELY(in_bad_fork())) return;
   // The address range says which device's cache owns the block (no runtime lock).
   const int device = nsimDeviceOfUnchecked(ptr);
-  if (device >= 0 && device < static_cast<int>(caches().size()) && caches()[device]->free(ptr)) {
-    return;
+  if (device >= 0 && device < static_cast<int>(caches().size())) {
+    if (C10_UNLIKELY(sanitizing())) {
+      SanitizerEvent freed{};
+      if (caches()[device]->free(ptr, &freed)) {
+        sanitizer_log(std::move(freed));
+        return;
+      }
+    } else if (caches()[device]->free(ptr)) {
+      return;
+    }
   }
   TORCH_WARN("neuron: freeing a pointer the caching allocator does not own: ", ptr);
 }
@@ -374,7 +394,9 @@ class NeuronDeviceAllocator final : public c10::DeviceAllocator {
     if (n == 0) {
       return c10::DataPtr(nullptr, c10::Device(c10::DeviceType::PrivateUse1, device));
     }
-    Block* b = cache(device).malloc(n, current_stream(device).id());
+    const c10::StreamId stream = current_stream(device).id();
+    Block* b = cache(device).malloc(n, stream);
+    if (C10_UNLIKELY(sanitizing())) log_alloc(b, device, stream);
     return c10::DataPtr(b->ptr, b->ptr, &free_device_ptr,
                         c10::Device(c10::DeviceType::PrivateUse1, device));
   }
@@ -385,10 +407,21 @@ class NeuronDeviceAllocator final : public c10::DeviceAllocator {
   bool initialized() override { return device_count() > 0; }
   void emptyCache(c10::MempoolId_t) override {
     for (auto& c : caches()) c->empty_cache();
+    // Returning memory to the device synchronises it, as cudaFree does.
+    if (C10_UNLIKELY(sanitizing())) {
+      for (int d = 0; d < static_cast<int>(caches().size()); ++d) {
+        sanitizer_log(SanitizerEvent{SanitizerEventKind::DeviceSync, 0, 0, d, 0, {}});
+      }
+    }
   }
   void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {
     if (!ptr.get()) return;
-    cache(stream.device_index()).record_stream(ptr.get(), stream.id());
+    if (cache(stream.device_index()).record_stream(ptr.get(), stream.id()) &&
+        C10_UNLIKELY(sanitizing())) {
+      sanitizer_log(SanitizerEvent{SanitizerEventKind::RecordStream,
+                                   reinterpret_cast<uintptr_t>(ptr.get()), 0,
+                                   stream.device_index(), stream.id(), {}});
+    }
   }
   DeviceStats getDeviceStats(c10::DeviceIndex device) override { return cache(device).stats(); }
   void resetAccumulatedStats(c10::DeviceIndex device) override { cache(device).reset_accumulated(); }
@@ -413,7 +446,10 @@ void record_stream(const c10::DataPtr& ptr, c10::Stream stream) {
 }
 
 void* raw_alloc(c10::DeviceIndex device, size_t nbytes) {
-  return cache(device).malloc(std::max<size_t>(nbytes, 1), current_stream(device).id())->ptr;
+  const c10::StreamId stream = current_stream(device).id();
+  Block* b = cache(device).malloc(std::max<size_t>(nbytes, 1), stream);
+  if (C10_UNLIKELY(sanitizing())) log_alloc(b, device, stream);
+  return b->ptr;
 }
 
 void raw_free(void* device_ptr) { free_device_ptr(device_ptr); }

@@ -5,6 +5,7 @@
 #include "runtime/NeuronAllocator.h"
 #include "runtime/NeuronRuntime.h"
 #include "runtime/NeuronStream.h"
+#include "runtime/SanitizerLog.h"
 
 namespace torch_neuron {
 namespace {
@@ -13,6 +14,10 @@ constexpr auto kNeuron = c10::DeviceType::PrivateUse1;
 
 // A device without an index (torch.Stream(device="neuron")) means the current one.
 c10::DeviceIndex idx(c10::Device d) { return d.has_index() ? d.index() : current_device(); }
+
+void log_sync(SanitizerEventKind kind, const void* event, int device, int64_t stream) {
+  sanitizer_log(SanitizerEvent{kind, reinterpret_cast<uintptr_t>(event), 0, device, stream, {}});
+}
 
 struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   c10::DeviceType type() const override { return kNeuron; }
@@ -57,6 +62,7 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override {
     if (event) {
       nsimEventDestroy(static_cast<nsimEvent>(event));
+      if (C10_UNLIKELY(sanitizing())) log_sync(SanitizerEventKind::EventDestroy, event, -1, 0);
     }
   }
 
@@ -74,6 +80,9 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
       *event = e;
     }
     NEURON_CHECK(nsimEventRecord(static_cast<nsimEvent>(*event), queue_of(stream)));
+    if (C10_UNLIKELY(sanitizing())) {
+      log_sync(SanitizerEventKind::EventRecord, *event, stream.device_index(), stream.id());
+    }
   }
 
   void block(void* event, const c10::Stream& stream) const override {
@@ -81,6 +90,9 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
       return;
     }
     NEURON_CHECK(nsimQueueWaitEvent(queue_of(stream), static_cast<nsimEvent>(event)));
+    if (C10_UNLIKELY(sanitizing())) {
+      log_sync(SanitizerEventKind::EventWait, event, stream.device_index(), stream.id());
+    }
   }
 
   bool queryEvent(void* event) const override {
@@ -105,14 +117,19 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
   void synchronizeStream(const c10::Stream& stream) const override {
     NEURON_CHECK(nsimQueueSynchronize(queue_of(stream)));
+    if (C10_UNLIKELY(sanitizing())) {
+      log_sync(SanitizerEventKind::StreamSync, nullptr, stream.device_index(), stream.id());
+    }
   }
   void synchronizeEvent(void* event) const override {
     if (event) {
       NEURON_CHECK(nsimEventSynchronize(static_cast<nsimEvent>(event)));
+      if (C10_UNLIKELY(sanitizing())) log_sync(SanitizerEventKind::EventSync, event, -1, 0);
     }
   }
   void synchronizeDevice(const c10::DeviceIndex device_index) const override {
     NEURON_CHECK(nsimDeviceSynchronize(device_index));
+    if (C10_UNLIKELY(sanitizing())) log_sync(SanitizerEventKind::DeviceSync, nullptr, device_index, 0);
   }
   void recordDataPtrOnStream(const c10::DataPtr& data_ptr, const c10::Stream& stream) const override {
     record_stream(data_ptr, stream);

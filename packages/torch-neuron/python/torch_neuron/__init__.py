@@ -81,6 +81,10 @@ except ImportError:  # pragma: no cover - the module ships with the package
 if _workarounds is not None:
     _workarounds.install()
 
+from . import sanitizer  # noqa: E402  (the stream-race sanitizer, TORCH_NEURON_SANITIZE)
+
+sanitizer._enable_from_environment()
+
 
 from .native import NKIKernel, nki_op, wrap_nki  # noqa: E402
 

@@ -47,6 +47,13 @@ REGISTRY: tuple[EnvVar, ...] = (
     EnvVar("TORCH_NEURON_COMPILE_CACHE_DIR", "path", "~/.cache/torch_neuron/compile",
            "where torch.compile(backend='neuron') keeps generated kernels (source and simulated "
            "schedule), keyed by compile options and chain; options={'cache': False} bypasses it."),
+    EnvVar("TORCH_NEURON_SANITIZE", "choice", "0",
+           "raise (or 1): the stream-race sanitizer checks every op on neuron tensors of the "
+           "importing thread (reads and writes per stream, events, wait_stream, synchronize, "
+           "record_stream, allocator reuse) and raises torch_neuron.sanitizer.StreamRaceError "
+           "with both ops and stacks on a race; warn: a StreamRaceWarning instead; 0: off (no "
+           "cost). Read at import (also torch_neuron.sanitizer.enable()/disable()).",
+           choices=("0", "raise", "warn")),
     EnvVar("LOCAL_RANK", "int", "(unset)",
            "set by torchrun: the c10d backend 'neuron' binds the process to neuron:(LOCAL_RANK % device_count)."),
     EnvVar("TORCH_DEVICE_BACKEND_AUTOLOAD", "bool", "1",

@@ -34,6 +34,27 @@ def attrs(launch: Launch, running: bool) -> dict:
     return out
 
 
+def _hbm_bytes() -> int:
+    global _hbm
+    if _hbm is None:
+        import torch
+
+        _hbm = int(torch.neuron.get_device_properties(0).total_memory)
+    return _hbm
+
+
+_hbm = None
+
+
+def _check_fits(op: str, tensors) -> None:
+    """Operands larger than the device's HBM (an expanded, stride-0 input can be) cannot run, and
+    simulating their schedule tile by tile would take hours: the call falls back, and its
+    allocation raises torch.OutOfMemoryError."""
+    nbytes = sum(binders.unwrap(t).numel() * binders.unwrap(t).element_size() for t in tensors if t is not None)
+    if nbytes > _hbm_bytes():
+        raise NotCovered(f"{op}: operands of {nbytes} bytes exceed the device's {_hbm_bytes()} bytes of HBM")
+
+
 def estimate(op: str, entry_name: str, c10_dtype: str, args: list) -> float:
     """Simulated device ns of one call of ``op`` served by table entry ``entry_name``, or -1."""
     import neuron_kernels
@@ -49,6 +70,7 @@ def estimate(op: str, entry_name: str, c10_dtype: str, args: list) -> float:
         for ln in binders.bind(op, entry, dtype, args):
             kernel = neuron_kernels.lookup(ln.entry, dtype) if ln.entry else entry
             shapes = [None if t is None else tuple(binders.unwrap(t).shape) for t in ln.tensors]
+            _check_fits(op, ln.tensors)
             dtypes = ["float32" if t is None else spec_dtype(t) for t in ln.tensors]
             total += float(kernel.estimate_ns(shapes, dtypes, profile=profile, **attrs(ln, False)))
         return total

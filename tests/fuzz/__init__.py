@@ -1,0 +1,1 @@
+"""Op-argument fuzzing of device neuron against CPU (hypothesis): see run.py."""
