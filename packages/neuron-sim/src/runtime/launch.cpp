@@ -49,6 +49,8 @@ nsimError launch(const char* call, nsimQueue queue, uint32_t name_id, nsimLaunch
     model = static_cast<nsimCostModel>(cost->model);
   } else if (kind == NSIM_LAUNCH_COLLECTIVE) {
     model = NSIM_MODEL_INTERCONNECT;
+  } else if (kind == NSIM_LAUNCH_MEMCPY || kind == NSIM_LAUNCH_MEMSET) {
+    model = NSIM_MODEL_COPY;  // callers cost copies with nsimModelCopyDuration
   }
   if (!(duration_ns >= 0.0) || std::isinf(duration_ns)) {
     return set_error(NSIM_ERROR_INVALID_VALUE,
