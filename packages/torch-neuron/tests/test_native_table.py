@@ -127,8 +127,8 @@ MATMUL_FALLBACKS = {  # float64 has no kernel: these run on the host, costed by 
 
 @pytest.mark.parametrize("op", sorted(MATMUL_FALLBACKS))
 def test_the_backends_host_cost_class_agrees_with_the_table(op):
-    """The C++ backend classifies ops for host-execution costs itself; its class shows in the
-    modelled duration of a compute-bound fallback (matmul peak vs vector peak)."""
+    """The backend takes the host cost class from the table's column (registered at install); it
+    shows in the modelled duration of a compute-bound fallback (matmul peak vs vector peak)."""
     fn = MATMUL_FALLBACKS[op]
     n = 1024
     a = torch.randn(n, n, dtype=torch.float64, device=DEV)
