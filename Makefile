@@ -13,6 +13,8 @@ TORCH_NEURONX_API ?= 1
 PACKAGES := neuron-sim neuron-kernels neuron-ccl torch-neuron $(if $(filter 1,$(TORCH_NEURONX_API)),torch-neuronx-api)
 # Client libraries of tests/ecosystem (transformers, accelerate, peft, ...), pinned in one file.
 ECOSYSTEM_REQUIREMENTS := tests/ecosystem/requirements.txt
+# Clients installed without their declared dependencies (HTA's pull in jupyterlab), pinned too.
+ECOSYSTEM_NODEPS := tests/ecosystem/requirements-nodeps.txt
 TORCH_VERSION := 2.13.0
 PRESENT := $(foreach p,$(PACKAGES),$(if $(wildcard packages/$(p)/pyproject.toml),$(p)))
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
@@ -68,9 +70,10 @@ $(STAMPS)/torch-neuronx-api: $(STAMPS)/venv $(call pkg_files,torch-neuronx-api) 
 
 
 # The venv's own pip with torch pinned in the file: the clients must not bring another torch.
-$(STAMPS)/ecosystem: $(STAMPS)/venv $(ECOSYSTEM_REQUIREMENTS) | $(foreach p,$(PRESENT),$(STAMPS)/$(p))
+$(STAMPS)/ecosystem: $(STAMPS)/venv $(ECOSYSTEM_REQUIREMENTS) $(wildcard $(ECOSYSTEM_NODEPS)) | $(foreach p,$(PRESENT),$(STAMPS)/$(p))
 	@echo "== installing $(ECOSYSTEM_REQUIREMENTS)"
 	$(PIP) install -r $(ECOSYSTEM_REQUIREMENTS)
+	$(if $(wildcard $(ECOSYSTEM_NODEPS)),$(PIP) install --no-deps -r $(ECOSYSTEM_NODEPS))
 	@$(PY) -c "import importlib.metadata as m, sys; v = m.version('torch'); \
 	  sys.exit(0 if v.split('+')[0] == '$(TORCH_VERSION)' else f'torch {v} replaced torch==$(TORCH_VERSION): reinstall it')"
 	@touch $@

@@ -307,7 +307,22 @@ def main(argv=None) -> int:
     print("{:>4} {:>9} {:>11} {:>9} {:>9} {:>11} {:>10} {:>11}".format(*cols))
     rows = []
     it = iter(loader)
+    projection = None
+    if timer.on:
+        import torch_neuron.projection
+
+        # The projection covers the steady steps; the first includes one-time setup.
+        head = cfg.d_model // cfg.n_heads
+        n_body = n_params - dev_model.tok_emb.weight.numel()
+        per_token = torch_neuron.projection.transformer_flops_per_token(n_body, cfg.n_layers, cfg.n_heads, head,
+                                                                        cfg.seq_len)
+        projection = torch_neuron.projection.region(device.index, name="char-GPT training", assumptions=(
+            torch_neuron.projection.Assumptions(model_flops_per_step=per_token * args.batch * cfg.seq_len,
+                                                model_flops_source="6N + 12*L*H*Q*T per token (PaLM), "
+                                                                   "N without the tied embedding")))
     for step in range(args.steps):
+        if projection is not None and step == min(1, args.steps - 1):
+            projection.__enter__()
         try:
             x, y = next(it)
         except StopIteration:
@@ -328,6 +343,10 @@ def main(argv=None) -> int:
         rows.append((cpu_loss, dev_loss, diff, cpu_ms, dev_ms, ev_ms, clk_ms))
         print(f"{step:>4} {cpu_loss:>9.5f} {dev_loss:>11.5f} {diff:>9.2e} {cpu_ms:>9.1f} {dev_ms:>11.1f} "
               f"{ev_ms:>10.3f} {clk_ms:>11.3f}")
+        if projection is not None and step >= min(1, args.steps - 1):
+            projection.step()
+    if projection is not None:
+        projection.__exit__(None, None, None)
 
     steady = rows[1:] if len(rows) > 1 else rows  # the first step includes one-time setup
     print()
@@ -350,10 +369,9 @@ def main(argv=None) -> int:
         ev = _median([r[5] for r in steady])
         clk = _median([r[6] for r in steady])
         tokens = args.batch * cfg.seq_len
-        print(f"projected device time per step on {props.name}: {ev:.3f} ms (events), "
+        print(f"device time per step on {props.name}: {ev:.3f} ms (events), "
               f"{clk:.3f} ms (device clock); {tokens / (clk / 1e3):,.0f} tokens/s")
-        print(f"peak device memory: {torch.neuron.max_memory_allocated(device) / 2**20:.1f} MiB "
-              f"of {props.total_memory / 2**30:.1f} GiB")
+        print(projection.text())
         if args.compile:
             s = torch_neuron.compile_stats()
             print(f"compiled: {s['graphs']} graph(s), {s['partitions']} AOT partitions, {len(s['fused_kernels'])} "

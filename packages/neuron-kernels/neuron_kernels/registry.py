@@ -63,6 +63,14 @@ class OpEntry:
         return _estimate(self, tuple(None if s is None else tuple(s) for s in shapes),
                          tuple(_norm_dtype(d) for d in dtypes), profile, _freeze(attrs))
 
+    def estimate_engines_ns(self, shapes, dtypes, profile: str = "trn2", **attrs) -> tuple:
+        """(latency ns, busy ns of tensor, vector, scalar, gpsimd, dma) of the kernel's schedule;
+        cached like ``estimate_ns``."""
+        if isinstance(dtypes, str):
+            dtypes = [dtypes] * len(shapes)
+        return _estimate_engines(self, tuple(None if s is None else tuple(s) for s in shapes),
+                                 tuple(_norm_dtype(d) for d in dtypes), profile, _freeze(attrs))
+
     def schedule(self, shapes, dtypes, profile: str = "trn2", **attrs):
         """The full timing-only schedule (engine timeline, utilisation, trace) for these shapes."""
         if isinstance(dtypes, str):
@@ -73,8 +81,13 @@ class OpEntry:
 
 
 @functools.lru_cache(maxsize=4096)
+def _estimate_engines(entry: OpEntry, shapes, dtypes, profile, attrs) -> tuple:
+    s = entry.schedule(shapes, dtypes, profile, **dict(attrs))
+    return s.latency_ns, tuple(float(s.busy_ns.get(k, 0.0)) for k in ("tensor", "vector", "scalar", "gpsimd", "dma"))
+
+
 def _estimate(entry: OpEntry, shapes, dtypes, profile, attrs) -> float:
-    return entry.schedule(shapes, dtypes, profile, **dict(attrs)).latency_ns
+    return _estimate_engines(entry, shapes, dtypes, profile, attrs)[0]
 
 
 @functools.lru_cache(maxsize=1)

@@ -127,8 +127,8 @@ MATMUL_FALLBACKS = {  # float64 has no kernel: these run on the host, costed by 
 
 @pytest.mark.parametrize("op", sorted(MATMUL_FALLBACKS))
 def test_the_backends_host_cost_class_agrees_with_the_table(op):
-    """The C++ backend classifies ops for host-execution costs itself; its class shows in the
-    modelled duration of a compute-bound fallback (matmul peak vs vector peak)."""
+    """The backend takes the host cost class from the table's column (registered at install); it
+    shows in the modelled duration of a compute-bound fallback (matmul peak vs vector peak)."""
     fn = MATMUL_FALLBACKS[op]
     n = 1024
     a = torch.randn(n, n, dtype=torch.float64, device=DEV)
@@ -146,3 +146,28 @@ def test_the_backends_host_cost_class_agrees_with_the_table(op):
     want = by_class["matmul" if table_class == "matmul" else "other"]
     assert abs(by_class["matmul"] - by_class["other"]) > 0.03 * want    # the classes are distinguishable
     assert got == pytest.approx(want, rel=0.01), (op, table_class, got, by_class)
+
+
+def test_host_only_contractions_cost_at_the_tensor_engine_peak():
+    """aten::baddbmm has no table row; the host-only list classes it matmul (2 * B * M * N * K flops at
+    TensorE's rate), which shows in the duration of a compute-bound call."""
+    n = 2048
+    c, a, b = (torch.randn(1, n, n, device=DEV) for _ in range(3))
+    got = _fallback_duration_ns(lambda: torch.baddbmm(c, a, b))
+    p = torch_neuron._C.get_device_properties(0)
+    nbytes = 4 * n * n * 4
+    memory = nbytes / p["hbm_bandwidth"] * 1e9
+    host = nbytes / p["host_link_bandwidth"] * 1e9 + 2 * p["dma_fixed_overhead_ns"]
+    matmul = p["launch_overhead_ns"] + max(2.0 * n ** 3 / p["peak_flops_fp32"] * 1e9, memory) + host
+    other = p["launch_overhead_ns"] + max(2.0 * n * n / p["vector_flops_fp32"] * 1e9, memory) + host
+    assert abs(matmul - other) > 0.03 * matmul
+    assert got == pytest.approx(matmul, rel=0.01), (got, matmul, other)
+
+
+def test_an_op_with_a_row_cannot_also_be_host_only():
+    from torch_neuron.native import cost_classes
+    table = dict(neuron_kernels.table())
+    row = table["aten::mm"]
+    table["aten::mv"] = type(row)("aten::mv", row.adapter, row.dtypes, "", {"cost_class": "matmul"})
+    with pytest.raises(ValueError, match="aten::mv has an op_table.yaml row"):
+        cost_classes.classes(table)

@@ -264,6 +264,74 @@ NSIM_API int nsimLaunchWouldFail(int device, uint32_t name_id);
 NSIM_API nsimError nsimModelCopyDuration(int device, nsimMemcpyKind kind, size_t bytes,
                                          double* duration_ns);
 
+/* ------------------------------------------------------------ cost model */
+/* The model that produced a launch's duration (kept on its timeline record). */
+typedef enum nsimCostModel {
+  NSIM_MODEL_UNSPECIFIED = 0,    /* nsimLaunch: the caller gave the duration */
+  NSIM_MODEL_KERNEL_SCHEDULE = 1,/* the kernel's simulated engine schedule + launch overhead */
+  NSIM_MODEL_ROOFLINE = 2,       /* launch overhead + max(flops / peak, bytes / HBM bandwidth) */
+  NSIM_MODEL_HOST_ROUND_TRIP = 3,/* roofline + operands over the host link (an op run on the host) */
+  NSIM_MODEL_COPY = 4,           /* copy / memset model */
+  NSIM_MODEL_INTERCONNECT = 5    /* collective: neuron_ccl's interconnect model */
+} nsimCostModel;
+
+/* Operand precision, which selects the engine peak a roofline divides by. */
+typedef enum nsimDtypeClass {
+  NSIM_DTYPE_FP32 = 0,   /* float32 (and anything run at the FP32 rate: float64, complex) */
+  NSIM_DTYPE_BF16 = 1,   /* bfloat16, float16 */
+  NSIM_DTYPE_FP8 = 2,    /* float8 e4m3 / e5m2 */
+  NSIM_DTYPE_INT = 3,    /* integer and bool: vector engine only */
+  NSIM_DTYPE_NONE = 4    /* no operands (copies of raw bytes, collectives of several dtypes) */
+} nsimDtypeClass;
+
+/* Which engine does the arithmetic of a roofline-costed launch. */
+typedef enum nsimComputeClass {
+  NSIM_COMPUTE_VECTOR = 0, /* elementwise, reductions: VectorE FP32 rate */
+  NSIM_COMPUTE_TENSOR = 1  /* matmul, convolution: TensorE at the dtype's peak */
+} nsimComputeClass;
+
+/* Engines of a kernel schedule, in the order of nsimLaunchCost.engine_busy_ns. */
+typedef enum nsimEngine {
+  NSIM_ENGINE_TENSOR = 0, NSIM_ENGINE_VECTOR = 1, NSIM_ENGINE_SCALAR = 2, NSIM_ENGINE_GPSIMD = 3,
+  NSIM_ENGINE_DMA = 4
+} nsimEngine;
+#define NSIM_ENGINE_COUNT 5
+
+/* What a launch's duration is computed from. Zero-initialise, then fill. */
+typedef struct nsimLaunchCost {
+  uint32_t model;          /* nsimCostModel: KERNEL_SCHEDULE, ROOFLINE, HOST_ROUND_TRIP or
+                              INTERCONNECT / UNSPECIFIED (duration_ns given) */
+  uint32_t dtype_class;    /* nsimDtypeClass */
+  uint32_t compute;        /* nsimComputeClass (roofline models) */
+  uint32_t detail_id;      /* interned name (nsimRegisterName) detailing the launch, e.g. a
+                              collective's algorithm; 0 if none */
+  double flops;            /* arithmetic of the op as counted for MFU */
+  double bytes_read;       /* device operand bytes read */
+  double bytes_written;    /* device result bytes written */
+  double duration_ns;      /* KERNEL_SCHEDULE: the schedule's latency (launch overhead is added);
+                              INTERCONNECT / UNSPECIFIED: the whole duration */
+  double engine_busy_ns[NSIM_ENGINE_COUNT]; /* KERNEL_SCHEDULE: busy time of each engine */
+} nsimLaunchCost;
+
+/* Modelled device duration of a launch on `device` with these cost inputs:
+ *   KERNEL_SCHEDULE: launch overhead + duration_ns;
+ *   ROOFLINE:        launch overhead + max(flops / peak(compute, dtype_class), bytes / HBM BW);
+ *   HOST_ROUND_TRIP: ROOFLINE + bytes / host link BW + one DMA setup per direction;
+ *   INTERCONNECT / UNSPECIFIED: duration_ns.
+ * The figures are the device profile's (nsimDeviceProperties; sources in profiles.cpp). */
+NSIM_API nsimError nsimModelLaunchDuration(int device, const nsimLaunchCost* cost,
+                                           double* duration_ns);
+/* nsimLaunch with the duration from nsimModelLaunchDuration; the cost inputs are kept on the
+ * timeline record. *duration_ns (may be NULL) receives the modelled duration. */
+NSIM_API nsimError nsimLaunchWithCost(nsimQueue queue, uint32_t name_id, nsimLaunchKind kind,
+                                      const nsimLaunchCost* cost, nsimHostFn fn, void* user_data,
+                                      double* duration_ns);
+
+/* Correlation of launches with the host operation that issued them: every record placed
+ * while an id is pushed on the calling thread carries the innermost one (0 when none). */
+NSIM_API nsimError nsimCorrelationPush(uint64_t id);
+NSIM_API nsimError nsimCorrelationPop(void);
+
 /* ---------------------------------------------------------------- timeline */
 typedef struct nsimTimelineRecord {
   uint32_t name_id;
@@ -273,6 +341,17 @@ typedef struct nsimTimelineRecord {
   double start_ns;
   double end_ns;
   uint64_t bytes;     /* copies/memsets: bytes moved; 0 otherwise */
+  uint32_t model;     /* nsimCostModel that produced the duration */
+  uint32_t dtype_class; /* nsimDtypeClass */
+  double flops;
+  double bytes_read;
+  double bytes_written;
+  double engine_busy_ns[NSIM_ENGINE_COUNT]; /* kernel schedules; 0 otherwise */
+  uint64_t correlation_id; /* innermost nsimCorrelationPush id of the launching thread, or 0 */
+  uint64_t sequence;  /* per-device placement order, from 1 */
+  int64_t host_ns;    /* host wall clock (ns since the Unix epoch) when the launch was placed */
+  uint32_t detail_id; /* nsimLaunchCost.detail_id, 0 if none */
+  uint32_t reserved;
 } nsimTimelineRecord;
 
 /* Recording is on by default (NEURON_SIM_TIMELINE). The newest

@@ -68,10 +68,15 @@ from .memory import (
     pointer_attributes,
 )
 from .device_timeline import (
+    ENGINES,
+    ComputeClass,
+    CostModel,
+    DtypeClass,
     LaunchKind,
     TimelineRecord,
     export_chrome_trace,
     get_name,
+    model_launch_duration,
     register_name,
     set_timeline_enabled,
     timeline,

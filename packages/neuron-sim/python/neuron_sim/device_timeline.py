@@ -20,6 +20,37 @@ class LaunchKind(enum.IntEnum):
     HOST_FUNC = 5
 
 
+class CostModel(enum.IntEnum):
+    """Mirror of ``nsimCostModel``: the model that produced a record's duration."""
+
+    UNSPECIFIED = 0
+    KERNEL_SCHEDULE = 1
+    ROOFLINE = 2
+    HOST_ROUND_TRIP = 3
+    COPY = 4
+    INTERCONNECT = 5
+
+
+class DtypeClass(enum.IntEnum):
+    """Mirror of ``nsimDtypeClass``: the operand precision that selects an engine peak."""
+
+    FP32 = 0
+    BF16 = 1
+    FP8 = 2
+    INT = 3
+    NONE = 4
+
+
+class ComputeClass(enum.IntEnum):
+    """Mirror of ``nsimComputeClass``: the engine a roofline divides the flops by."""
+
+    VECTOR = 0
+    TENSOR = 1
+
+
+ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")  # order of engine_busy_ns
+
+
 @dataclasses.dataclass(frozen=True)
 class TimelineRecord:
     """One operation placed on a queue's simulated timeline (times in ns since init)."""
@@ -31,16 +62,45 @@ class TimelineRecord:
     start_ns: float
     end_ns: float
     bytes: int
+    model: CostModel = CostModel.UNSPECIFIED
+    dtype_class: DtypeClass = DtypeClass.NONE
+    flops: float = 0.0
+    bytes_read: float = 0.0
+    bytes_written: float = 0.0
+    engine_busy_ns: tuple = (0.0,) * len(ENGINES)
+    correlation_id: int = 0
+    sequence: int = 0
+    host_ns: int = 0  # host wall clock (ns since the Unix epoch) when the launch was placed
+    detail: str | None = None  # e.g. a collective's algorithm and bytes
 
     @property
     def duration_ns(self) -> float:
         return self.end_ns - self.start_ns
 
+    @property
+    def engines(self) -> dict[str, float]:
+        """Busy ns of each engine (kernel schedules only)."""
+        return dict(zip(ENGINES, self.engine_busy_ns))
+
 
 def timeline(device: int = 0) -> list[TimelineRecord]:
     """The device's recorded operations, oldest first, with names resolved."""
-    return [TimelineRecord(name, _kind(kind), dev, queue, start, end, nbytes)
-            for name, kind, dev, queue, start, end, nbytes in _C.timeline(device)]
+    return [TimelineRecord(name, _kind(kind), dev, queue, start, end, nbytes, _enum(CostModel, model),
+                           _enum(DtypeClass, dtc), flops, br, bw, tuple(busy), corr, seq, host, detail)
+            for (name, kind, dev, queue, start, end, nbytes, model, dtc, flops, br, bw, busy, corr, seq,
+                 host, detail) in _C.timeline(device)]
+
+
+def model_launch_duration(device: int, model: CostModel, dtype_class: DtypeClass, compute: ComputeClass,
+                          flops: float = 0.0, bytes_read: float = 0.0, bytes_written: float = 0.0,
+                          duration_ns: float = 0.0) -> float:
+    """Modelled ns of a launch with these cost inputs on ``device`` (``nsimModelLaunchDuration``)."""
+    return _C.model_launch_duration(device, int(model), int(dtype_class), int(compute), flops, bytes_read,
+                                    bytes_written, duration_ns)
+
+
+def _enum(cls, value):
+    return cls(value) if value in cls._value2member_map_ else value
 
 
 def _kind(value: int):

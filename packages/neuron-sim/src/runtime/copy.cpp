@@ -122,7 +122,7 @@ nsimError copy(const char* call, void* dst, const void* src, size_t size, nsimMe
     c.memcpy_d2d.fetch_add(1, std::memory_order_relaxed);
     c.bytes_d2d.fetch_add(size, std::memory_order_relaxed);
   }
-  place_on_queue(rt, q, name, NSIM_LAUNCH_MEMCPY, duration, size);
+  place_on_queue(rt, q, name, NSIM_LAUNCH_MEMCPY, duration, size, NSIM_MODEL_COPY);
   return NSIM_SUCCESS;
 }
 
@@ -150,7 +150,8 @@ nsimError fill(const char* call, void* ptr, int value, size_t size, nsimQueue qu
   if (size == 0) return NSIM_SUCCESS;
   memset(alias, value, size);
   d->counters.memsets.fetch_add(1, std::memory_order_relaxed);
-  place_on_queue(rt, q, rt->name_memset, NSIM_LAUNCH_MEMSET, model_memset_ns(d, size), size);
+  place_on_queue(rt, q, rt->name_memset, NSIM_LAUNCH_MEMSET, model_memset_ns(d, size), size,
+                 NSIM_MODEL_COPY);
   return NSIM_SUCCESS;
 }
 

@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "error.h"
 #include "fault_handler.h"
@@ -161,25 +163,79 @@ std::shared_ptr<Event> event_or_error(Runtime* rt, const char* call, nsimEvent_s
 }
 
 double place_on_queue(Runtime* rt, Queue* q, uint32_t name_id, nsimLaunchKind kind,
-                      double duration_ns, uint64_t bytes) {
+                      double duration_ns, uint64_t bytes, nsimCostModel model,
+                      const nsimLaunchCost* cost) {
   Device* d = q->device;
+  const bool record = rt->timeline_enabled.load(std::memory_order_relaxed);
+  nsimTimelineRecord r{};
+  if (record) {
+    r.name_id = name_id;
+    r.kind = static_cast<uint32_t>(kind);
+    r.device = d->index;
+    r.queue_id = q->id;
+    r.bytes = bytes;
+    r.model = static_cast<uint32_t>(model);
+    r.dtype_class = NSIM_DTYPE_NONE;
+    if (cost) {
+      r.dtype_class = cost->dtype_class;
+      r.flops = cost->flops;
+      r.bytes_read = cost->bytes_read;
+      r.bytes_written = cost->bytes_written;
+      r.detail_id = cost->detail_id;
+      if (model == NSIM_MODEL_KERNEL_SCHEDULE) {
+        for (int e = 0; e < NSIM_ENGINE_COUNT; ++e) r.engine_busy_ns[e] = cost->engine_busy_ns[e];
+      }
+    } else if (bytes) {
+      r.bytes_written = static_cast<double>(bytes);
+      r.bytes_read = kind == NSIM_LAUNCH_MEMSET ? 0.0 : r.bytes_written;
+    }
+    r.correlation_id = current_correlation_id();
+    // Host wall clock, the clock torch.profiler's CPU events use: the profiler anchors
+    // device time to it so that no launch appears before the host op that issued it.
+    r.host_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  }
   std::lock_guard<std::mutex> lock(d->mu);
   const double start = std::max(q->tail_ns, q->floor_ns);
   const double end = start + duration_ns;
   q->tail_ns = end;
   if (end > d->end_ns) d->end_ns = end;
-  if (rt->timeline_enabled.load(std::memory_order_relaxed)) {
-    d->timeline.push(nsimTimelineRecord{name_id, static_cast<uint32_t>(kind), d->index, q->id,
-                                        start, end, bytes});
+  if (record) {
+    r.start_ns = start;
+    r.end_ns = end;
+    r.sequence = ++d->sequence;
+    d->timeline.push(r);
   }
   return end;
 }
+
+namespace {
+thread_local std::vector<uint64_t> t_correlation;
+}  // namespace
+
+uint64_t current_correlation_id() { return t_correlation.empty() ? 0 : t_correlation.back(); }
 
 }  // namespace nsim
 
 using namespace nsim;
 
 extern "C" {
+
+NSIM_API nsimError nsimCorrelationPush(uint64_t id) {
+  t_correlation.push_back(id);
+  return NSIM_SUCCESS;
+}
+
+NSIM_API nsimError nsimCorrelationPop(void) {
+  if (t_correlation.empty()) {
+    return set_error(NSIM_ERROR_INVALID_VALUE,
+                     "nsimCorrelationPop: no correlation id is pushed on this thread (every pop "
+                     "needs an earlier nsimCorrelationPush on the same thread)");
+  }
+  t_correlation.pop_back();
+  return NSIM_SUCCESS;
+}
 
 NSIM_API nsimError nsimInit(void) {
   std::lock_guard<std::mutex> lock(g_init_mu);

@@ -56,6 +56,7 @@ struct Device {
   std::unique_ptr<DeviceAllocator> allocator;
   std::mutex mu;  // queue tails/floors, event times, timeline, end_ns
   double end_ns = 0;  // latest end over every queue of the device, destroyed ones included
+  uint64_t sequence = 0;  // records placed so far (timeline order)
   Timeline timeline;
   DeviceCounters counters;
   std::atomic<bool> lost{false};
@@ -96,8 +97,13 @@ std::shared_ptr<Queue> queue_or_error(Runtime* rt, const char* call, nsimQueue_s
 std::shared_ptr<Event> event_or_error(Runtime* rt, const char* call, nsimEvent_st* handle);
 
 // Places an operation of `duration_ns` on the queue's simulated timeline; returns its end.
+// Places [start, start + duration_ns) on the queue; `cost` (may be null) and `model` go on
+// the timeline record with the calling thread's correlation id.
 double place_on_queue(Runtime* rt, Queue* q, uint32_t name_id, nsimLaunchKind kind,
-                      double duration_ns, uint64_t bytes);
+                      double duration_ns, uint64_t bytes, nsimCostModel model = NSIM_MODEL_UNSPECIFIED,
+                      const nsimLaunchCost* cost = nullptr);
+// Innermost nsimCorrelationPush id of the calling thread (0 when none).
+uint64_t current_correlation_id();
 
 }  // namespace nsim
 

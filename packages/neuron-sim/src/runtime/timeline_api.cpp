@@ -23,6 +23,18 @@ const char* launch_kind_name(uint32_t kind) {
   return "unknown";
 }
 
+const char* cost_model_name(uint32_t model) {
+  switch (model) {
+    case NSIM_MODEL_UNSPECIFIED: return "unspecified";
+    case NSIM_MODEL_KERNEL_SCHEDULE: return "kernel_schedule";
+    case NSIM_MODEL_ROOFLINE: return "roofline";
+    case NSIM_MODEL_HOST_ROUND_TRIP: return "host_round_trip";
+    case NSIM_MODEL_COPY: return "copy";
+    case NSIM_MODEL_INTERCONNECT: return "interconnect";
+  }
+  return "unknown";
+}
+
 void append_json_string(std::string* out, const char* s) {
   out->push_back('"');
   for (; *s; ++s) {
@@ -114,7 +126,7 @@ NSIM_API nsimError nsimTimelineExportChromeTrace(const char* path) {
   }
   std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
   bool first = true;
-  char buf[256];
+  char buf[512];
   for (auto& dev : rt->devices) {
     Device* d = dev.get();
     snprintf(buf, sizeof buf,
@@ -130,11 +142,20 @@ NSIM_API nsimError nsimTimelineExportChromeTrace(const char* path) {
       // Chrome trace timestamps are microseconds.
       snprintf(buf, sizeof buf,
                ",\"pid\":%d,\"tid\":%llu,\"ts\":%.3f,\"dur\":%.3f,"
-               "\"args\":{\"kind\":\"%s\",\"bytes\":%llu}}",
+               "\"args\":{\"kind\":\"%s\",\"bytes\":%llu,\"model\":\"%s\",\"flops\":%.17g,"
+               "\"bytes_read\":%.17g,\"bytes_written\":%.17g,\"correlation\":%llu}}",
                r.device, static_cast<unsigned long long>(r.queue_id), r.start_ns / 1e3,
                (r.end_ns - r.start_ns) / 1e3, launch_kind_name(r.kind),
-               static_cast<unsigned long long>(r.bytes));
+               static_cast<unsigned long long>(r.bytes), cost_model_name(r.model), r.flops,
+               r.bytes_read, r.bytes_written, static_cast<unsigned long long>(r.correlation_id));
       out += buf;
+      if (r.detail_id) {
+        out.pop_back();
+        out.pop_back();
+        out += ",\"detail\":";
+        append_json_string(&out, name_of(r.detail_id) ? name_of(r.detail_id) : "");
+        out += "}}";
+      }
     }
     if (out.size() > (1u << 22)) {
       fwrite(out.data(), 1, out.size(), f);

@@ -193,10 +193,11 @@ TEST(chrome_trace_lists_every_record_in_microseconds) {
   CHECK_CONTAINS(json, "\"name\":\"process_name\"");
   CHECK_CONTAINS(json, "{\"ph\":\"X\",\"name\":\"matmul \\\"tiled\\\"\",\"pid\":2,\"tid\":" +
                            std::to_string(qid) + ",\"ts\":0.000,\"dur\":2.500,"
-                           "\"args\":{\"kind\":\"kernel\",\"bytes\":0}}");
+                           "\"args\":{\"kind\":\"kernel\",\"bytes\":0,\"model\":\"unspecified\",");
   CHECK_CONTAINS(json, "\"ts\":2.500,\"dur\":1.000,\"args\":{\"kind\":\"collective\"");
   CHECK_CONTAINS(json, "\"name\":\"memset\",\"pid\":0");
-  CHECK_CONTAINS(json, "\"bytes\":1024}");
+  CHECK_CONTAINS(json, "\"kind\":\"collective\",\"bytes\":0,\"model\":\"interconnect\"");
+  CHECK_CONTAINS(json, "\"bytes\":1024,\"model\":\"copy\",\"flops\":0,\"bytes_read\":0,\"bytes_written\":1024");
   int depth = 0, min_depth = 0;
   for (char ch : json) {
     depth += (ch == '{' || ch == '[') - (ch == '}' || ch == ']');

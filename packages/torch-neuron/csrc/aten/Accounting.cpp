@@ -24,22 +24,54 @@ std::atomic<bool> g_off_main{false};
 
 }  // namespace
 
-double modelled_duration_ns(c10::DeviceIndex device, OpClass cls, const CostInputs& in,
-                            bool fallback) {
-  if (cls == OpClass::View) return 0.0;
-  const nsimDeviceProperties& p = device_properties(device);
-  double peak = p.vector_flops_fp32;
-  if (cls == OpClass::Matmul || cls == OpClass::Convolution) {
-    peak = in.low_precision ? p.peak_flops_bf16 : p.peak_flops_fp32;
+nsimDtypeClass dtype_class(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::ScalarType::BFloat16:
+    case c10::ScalarType::Half:
+      return NSIM_DTYPE_BF16;
+    case c10::ScalarType::Float8_e4m3fn:
+    case c10::ScalarType::Float8_e5m2:
+    case c10::ScalarType::Float8_e4m3fnuz:
+    case c10::ScalarType::Float8_e5m2fnuz:
+      return NSIM_DTYPE_FP8;
+    case c10::ScalarType::Undefined:
+      return NSIM_DTYPE_NONE;
+    default:
+      return c10::isIntegralType(dtype, /*includeBool=*/true) ? NSIM_DTYPE_INT : NSIM_DTYPE_FP32;
   }
-  const double bytes = in.bytes_in + in.bytes_out;
-  const double compute_ns = peak > 0 ? in.flops / peak * 1e9 : 0.0;
-  const double memory_ns = p.hbm_bandwidth > 0 ? bytes / p.hbm_bandwidth * 1e9 : 0.0;
-  double ns = p.launch_overhead_ns + std::max(compute_ns, memory_ns);
-  if (fallback && p.host_link_bandwidth > 0) {
-    ns += bytes / p.host_link_bandwidth * 1e9 + 2 * p.dma_fixed_overhead_ns;
+}
+
+nsimLaunchCost launch_cost(const OpInfo& info, c10::ScalarType dtype, const CostInputs& in,
+                           bool fallback) {
+  nsimLaunchCost c{};
+  c.dtype_class = dtype_class(dtype);
+  const bool tensor = info.cls == OpClass::Matmul || info.cls == OpClass::Convolution;
+  c.compute = tensor ? NSIM_COMPUTE_TENSOR : NSIM_COMPUTE_VECTOR;
+  c.bytes_read = in.bytes_in;
+  c.bytes_written = in.bytes_out;
+  if (in.flops > 0) {
+    c.flops = in.flops;
+  } else if (tensor) {
+    c.flops = 2.0 * in.out_numel * in.contraction;
+  } else {
+    // One operation per result element, or per input element for reductions.
+    const double elem = static_cast<double>(
+        c10::elementSize(dtype == c10::ScalarType::Undefined ? c10::ScalarType::Float : dtype));
+    c.flops = std::max(in.out_numel, in.bytes_in / std::max(1.0, elem));
   }
-  return ns;
+  if (in.native) {
+    c.model = NSIM_MODEL_KERNEL_SCHEDULE;
+    c.duration_ns = in.native_ns;
+    for (int e = 0; e < NSIM_ENGINE_COUNT; ++e) c.engine_busy_ns[e] = in.engine_busy_ns[e];
+  } else {
+    c.model = fallback ? NSIM_MODEL_HOST_ROUND_TRIP : NSIM_MODEL_ROOFLINE;
+  }
+  return c;
+}
+
+void set_cost_class(const std::string& op, OpClass cls) {
+  OpInfo& info = op_info_by_name(op);
+  if (!info.is_view) info.cls = cls;
 }
 
 void set_main_thread() { g_main_thread = std::this_thread::get_id(); }
@@ -60,12 +92,10 @@ void account(OpInfo& info, c10::DeviceIndex device, c10::ScalarType dtype, bool 
   native = native || in.native;
   count(info, dtype, native);
   if (info.is_view) return;
-  // A native kernel's time is its simulated engine schedule (plus the launch
-  // overhead of the profile); anything else gets the roofline estimate.
-  const double ns = in.native ? device_properties(device).launch_overhead_ns + in.native_ns
-                              : modelled_duration_ns(device, info.cls, in, !native);
-  NEURON_CHECK(nsimLaunch(current_queue(device), info.name_id,
-                          native ? NSIM_LAUNCH_KERNEL : NSIM_LAUNCH_FALLBACK, ns, nullptr, nullptr));
+  const nsimLaunchCost cost = launch_cost(info, dtype, in, !native);
+  NEURON_CHECK(nsimLaunchWithCost(current_queue(device), info.name_id,
+                                  native ? NSIM_LAUNCH_KERNEL : NSIM_LAUNCH_FALLBACK, &cost, nullptr,
+                                  nullptr, nullptr));
 }
 
 void check_launch(const OpInfo& info, c10::DeviceIndex device) {
@@ -75,13 +105,13 @@ void check_launch(const OpInfo& info, c10::DeviceIndex device) {
 }
 
 void account_host_kernel(const char* op_name, c10::DeviceIndex device, c10::ScalarType dtype,
-                         double flops, double bytes_in, double bytes_out) {
+                         double flops, double bytes_in, double bytes_out, bool tensor_engine) {
   OpInfo& info = op_info_by_name(op_name);
+  if (tensor_engine && info.cls != OpClass::Matmul) info.cls = OpClass::Convolution;
   CostInputs cost;
   cost.flops = flops;
   cost.bytes_in = bytes_in;
   cost.bytes_out = bytes_out;
-  cost.low_precision = is_low_precision(dtype);
   account(info, device, dtype, /*native=*/false, cost);
 }
 

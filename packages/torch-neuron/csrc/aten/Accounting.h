@@ -18,22 +18,28 @@
 
 namespace torch_neuron {
 
-// Modelled device duration in ns of one execution on `device`:
-//   launch overhead + max(flops / peak, bytes / HBM bandwidth),
-// plus, for a host fallback, the round trip of its operands over the host
-// link (bytes / host link bandwidth + one DMA setup per direction). Peak,
-// bandwidths and overheads come from the device profile (neuron_sim).
-double modelled_duration_ns(c10::DeviceIndex device, OpClass cls, const CostInputs& in,
-                            bool fallback);
+// The one cost-input builder: neuron_sim's launch cost of one execution of `info` with
+// operands of `dtype`. A native kernel is costed by its engine schedule; anything else by
+// the roofline, plus the host round trip when it runs on the host (`fallback`). The
+// durations themselves are neuron_sim's (nsimModelLaunchDuration), which owns the figures.
+nsimLaunchCost launch_cost(const OpInfo& info, c10::ScalarType dtype, const CostInputs& in,
+                           bool fallback);
+// The precision class of operands of `dtype` (selects the engine peak).
+nsimDtypeClass dtype_class(c10::ScalarType dtype);
 
 // Counts the execution and places it on the current stream's timeline.
 void account(OpInfo& info, c10::DeviceIndex device, c10::ScalarType dtype, bool native,
              const CostInputs& in);
 
 // Counting and timeline entry for a hand-written kernel that computes on the host
-// (conv, fused RNN cells, random ops, ...). `flops` may be 0.
+// (conv, fused RNN cells, random ops, ...). `flops` may be 0; `tensor_engine`: the op's
+// arithmetic would run on TensorE (convolutions).
 void account_host_kernel(const char* op_name, c10::DeviceIndex device, c10::ScalarType dtype,
-                         double flops, double bytes_in, double bytes_out);
+                         double flops, double bytes_in, double bytes_out, bool tensor_engine = false);
+
+// The host cost class of an op (op_table.yaml's cost_class column, registered from Python
+// at install; ops outside the table default to elementwise).
+void set_cost_class(const std::string& op, OpClass cls);
 
 // Raises the error the op's launch will raise when a fault is injected for it (its name in
 // NEURON_SIM_FAULT_KERNEL, the device's lost launch), before a host kernel writes anything:

@@ -84,11 +84,9 @@ class DirectCall {
  private:
   void account_result(const at::Tensor& r) {
     cost_.bytes_out = bytes_out_ > 0 ? bytes_out_ : nbytes(r);
-    cost_.low_precision = is_low_precision(dtype_);
-    cost_.flops = flops_ > 0 ? flops_
-                  : info_.cls == OpClass::Matmul ? 2.0 * double(r.numel()) * matmul_k_
-                                                 : std::max(double(r.numel()),
-                                                            cost_.bytes_in / std::max<double>(1, r.element_size()));
+    cost_.flops = flops_;
+    cost_.out_numel = double(r.numel());
+    cost_.contraction = matmul_k_;
     account(info_, device_, dtype_, /*native=*/false, cost_);
   }
 

@@ -97,8 +97,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   // owned here (moved, so without reference-count traffic): the scope borrows them.
   c10::SmallVector<c10::IValue, 8> originals;
   HostScope scope(device);
-  cost.low_precision = is_low_precision(dtype);
-  double matrix_k = 0, weight_per_out = 0;
+  double matrix_k = 0;
   for (size_t i = 0; i < nargs; ++i) {
     c10::IValue& v = (*stack)[first + i];
     if (v.isTensor()) {
@@ -106,12 +105,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       originals.push_back(std::move(v));
       const at::Tensor& t = originals.back().toTensor();
       cost.bytes_in += nbytes(t);
-      if (info.cls == OpClass::Matmul && static_cast<int>(i) == info.matrix_arg && t.dim() > 0) {
-        matrix_k = static_cast<double>(t.size(-1));
-      }
-      if (info.cls == OpClass::Convolution && i == 1 && t.dim() > 0 && t.size(0) > 0) {
-        weight_per_out = static_cast<double>(t.numel() / t.size(0));
-      }
+      if (static_cast<int>(i) == info.matrix_arg && t.dim() > 0) matrix_k = static_cast<double>(t.size(-1));
       v = scope.alias(t);
     } else if (v.isTensorList()) {
       originals.push_back(v);
@@ -190,17 +184,8 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   }
   if (info.is_view) return;
-  switch (info.cls) {
-    case OpClass::Matmul:
-      cost.flops = 2.0 * out_numel * matrix_k;
-      break;
-    case OpClass::Convolution:
-      cost.flops = 2.0 * out_numel * weight_per_out;
-      break;
-    default:
-      cost.flops = std::max(out_numel, cost.bytes_in / std::max<double>(1.0, c10::elementSize(
-                                           dtype == c10::ScalarType::Undefined ? c10::ScalarType::Float : dtype)));
-  }
+  cost.out_numel = out_numel;
+  cost.contraction = matrix_k;
   account(info, device, dtype, /*native=*/false, cost);
 }
 

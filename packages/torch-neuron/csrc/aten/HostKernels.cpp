@@ -41,7 +41,7 @@ at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& w
   const double per_out = weight.size(0) > 0 ? double(weight.numel() / weight.size(0)) : 0.0;
   account_host_kernel("aten::convolution_overrideable", input.device().index(), input.scalar_type(),
                       2.0 * double(r.numel()) * per_out, nbytes(input) + nbytes(weight) + nbytes(b),
-                      nbytes(r));
+                      nbytes(r), /*tensor_engine=*/true);
   return r;
 }
 
@@ -67,7 +67,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable
   account_host_kernel("aten::convolution_backward_overrideable", input.device().index(),
                       input.scalar_type(), 4.0 * double(grad_output.numel()) * per_out,
                       nbytes(grad_output) + nbytes(input) + nbytes(weight),
-                      nbytes(rgi) + nbytes(rgw) + nbytes(rgb));
+                      nbytes(rgi) + nbytes(rgw) + nbytes(rgb), /*tensor_engine=*/true);
   return {rgi, rgw, rgb};
 }
 

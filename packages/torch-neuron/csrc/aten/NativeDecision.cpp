@@ -11,13 +11,13 @@ namespace {
 
 std::atomic<NativeEstimator> g_estimator{nullptr};
 std::mutex g_native_mutex;
-std::unordered_map<std::string, double> g_native_cache;  // signature -> ns (<0: not covered)
+std::unordered_map<std::string, NativeCost> g_native_cache;  // signature -> estimate
 // Each thread keeps the decisions it used, so a hit takes no lock; a new estimator bumps
 // the generation, which empties every thread's copy at its next decision.
 std::atomic<uint64_t> g_native_generation{1};
 struct LocalDecisions {
   uint64_t generation = 0;
-  std::unordered_map<std::string, double> ns;
+  std::unordered_map<std::string, NativeCost> ns;
   std::string key;  // reused buffer: building a key allocates nothing once warm
 };
 thread_local LocalDecisions t_decisions;
@@ -167,7 +167,7 @@ void decide_native(OpInfo& info, c10::ScalarType dtype, c10::ArrayRef<c10::IValu
     local.ns.clear();
     local.generation = generation;
   }
-  double ns;
+  NativeCost ns;
   auto hit = local.ns.find(local.key);
   if (C10_LIKELY(hit != local.ns.end())) {
     ns = hit->second;
@@ -189,8 +189,9 @@ void decide_native(OpInfo& info, c10::ScalarType dtype, c10::ArrayRef<c10::IValu
     }
     t_decisions.ns.emplace(std::move(key), ns);
   }
-  cost.native = ns >= 0;
-  cost.native_ns = ns;
+  cost.native = ns.ns >= 0;
+  cost.native_ns = ns.ns;
+  cost.engine_busy_ns = ns.engine_busy_ns;
 }
 
 std::atomic<NativeExecutor> g_native_executor{nullptr};

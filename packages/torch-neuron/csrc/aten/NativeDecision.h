@@ -10,6 +10,7 @@
 #include <ATen/core/ivalue.h>
 #include <c10/util/SmallVector.h>
 
+#include <array>
 #include <atomic>
 #include <string>
 #include <vector>
@@ -23,12 +24,19 @@ namespace torch_neuron {
 // the kernel does not cover it (shapes or attributes such as add's alpha outside the
 // adapter's coverage). `args` is the call's whole argument list in schema order (device
 // tensors, numbers, lists), so the decision can read attributes. Set by the Python layer.
-using NativeEstimator = double (*)(const OpInfo& info, c10::ScalarType dtype,
-                                   c10::ArrayRef<c10::IValue> args);
+// The estimate of a covered call: schedule latency (ns, < 0: not covered) and busy time of
+// each engine (nsimEngine order).
+struct NativeCost {
+  double ns = -1;
+  std::array<double, NSIM_ENGINE_COUNT> engine_busy_ns{};
+};
+using NativeEstimator = NativeCost (*)(const OpInfo& info, c10::ScalarType dtype,
+                                       c10::ArrayRef<c10::IValue> args);
 void set_native_estimator(NativeEstimator fn);
 void register_native(const std::string& executed_op, const std::string& entry,
                      c10::ScalarType dtype);
-// Decides whether this execution runs on a native kernel; fills cost.native / native_ns.
+// Decides whether this execution runs on a native kernel; fills cost.native, native_ns and
+// engine_busy_ns.
 // Decisions are cached per signature (op, dtype, operand shapes, argument dtypes and
 // attribute values), so the estimator runs once per distinct call.
 // `args` may borrow the caller's tensors (see BorrowedArgs).

@@ -14,32 +14,10 @@ std::deque<OpInfo> g_infos;  // stable addresses
 std::unordered_map<std::string, OpInfo*> g_by_name;
 thread_local std::unordered_map<const void*, OpInfo*> t_by_schema;
 
-bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
-
+// The cost class (matmul, reduction, elementwise) is op_table.yaml's, registered from Python
+// (set_cost_class); from the schema come views, out= arguments and the matrix operand.
 void classify(OpInfo& info, const c10::FunctionSchema* schema) {
   const std::string base = info.name.substr(0, info.name.find('.'));
-  static const char* kMatmul[] = {"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm",
-                                  "aten::addbmm", "aten::mv", "aten::addmv", "aten::dot",
-                                  "aten::vdot", "aten::_addmm_activation", "aten::matmul",
-                                  "aten::linear", "aten::_int_mm"};
-  for (const char* m : kMatmul) {
-    if (base == m) {
-      info.cls = OpClass::Matmul;
-      info.matrix_arg = (base == "aten::addmm" || base == "aten::baddbmm" || base == "aten::addbmm" ||
-                         base == "aten::addmv" || base == "aten::_addmm_activation")
-                            ? 1
-                            : 0;
-    }
-  }
-  if (base.find("convolution") != std::string::npos || starts_with(base, "aten::conv")) {
-    info.cls = OpClass::Convolution;
-  }
-  static const char* kReductions[] = {"sum", "mean", "max", "min", "amax", "amin", "prod",
-                                      "norm", "var", "std", "argmax", "argmin", "logsumexp",
-                                      "softmax", "_softmax", "_log_softmax", "cumsum", "all", "any"};
-  for (const char* r : kReductions) {
-    if (base == std::string("aten::") + r) info.cls = OpClass::Reduction;
-  }
   info.accepts_cpu_tensors = base.find("index") != std::string::npos;
   if (schema) {
     const auto& rets = schema->returns();
@@ -50,6 +28,9 @@ void classify(OpInfo& info, const c10::FunctionSchema* schema) {
     }
     const auto& args = schema->arguments();
     for (size_t i = 0; i < args.size(); ++i) {
+      // The [.., M, K] operand of addmm-style ops follows the added term.
+      const std::string& n = args[i].name();
+      if (n == "mat1" || n == "batch1" || n == "mat") info.matrix_arg = static_cast<int>(i);
       const bool writes = args[i].alias_info() && args[i].alias_info()->isWrite();
       if (writes) all_alias = false;
       if (writes && args[i].kwarg_only() && i < 64) info.out_args |= uint64_t{1} << i;

@@ -21,7 +21,7 @@ struct OpInfo {
   OpClass cls = OpClass::Elementwise;
   bool is_view = false;             // every return aliases an input without writing
   bool accepts_cpu_tensors = false; // CUDA accepts CPU tensors for this op (e.g. indices)
-  int matrix_arg = 0;               // Matmul: index of the [.., M, K] operand
+  int matrix_arg = 0;               // index of the [.., M, K] operand (tensor-engine ops)
   uint64_t out_args = 0;            // bit i: argument i is an out= tensor (a result)
   std::atomic<bool> warned{false};
   // Kernel-library entry serving this op ("" if none) and the dtypes it covers.

@@ -30,12 +30,24 @@ py::list to_py(c10::ArrayRef<c10::IValue> values) {
   return out;
 }
 
-double estimate_with_python(const OpInfo& info, c10::ScalarType dtype,
-                            c10::ArrayRef<c10::IValue> args) {
+// The estimator returns the schedule's ns, or (ns, per-engine busy ns in nsimEngine order).
+NativeCost estimate_with_python(const OpInfo& info, c10::ScalarType dtype,
+                                c10::ArrayRef<c10::IValue> args) {
   py::gil_scoped_acquire gil;
   py::object r = (*g_py_estimator)(info.name, info.native_entry,
                                    std::string(c10::toString(dtype)), to_py(args));
-  return r.cast<double>();
+  NativeCost c;
+  if (py::isinstance<py::tuple>(r)) {
+    auto t = r.cast<py::tuple>();
+    c.ns = t[0].cast<double>();
+    auto busy = t[1].cast<py::sequence>();
+    for (size_t e = 0; e < c.engine_busy_ns.size() && e < busy.size(); ++e) {
+      c.engine_busy_ns[e] = busy[e].cast<double>();
+    }
+  } else {
+    c.ns = r.cast<double>();
+  }
+  return c;
 }
 
 void execute_with_python(const OpInfo& info, c10::ScalarType dtype,
@@ -170,6 +182,22 @@ PYBIND11_MODULE(_C, m) {
     in.native_ns = kernel_ns;
     account(op_info_by_name(op), static_cast<c10::DeviceIndex>(device),
             reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type, /*native=*/true, in);
+  });
+  // Host cost class of `op` from op_table.yaml's cost_class column: matmul, reduction or
+  // elementwise.
+  m.def("set_cost_class", [](const std::string& op, const std::string& cls) {
+    OpClass c;
+    if (cls == "matmul") {
+      c = OpClass::Matmul;
+    } else if (cls == "reduction") {
+      c = OpClass::Reduction;
+    } else if (cls == "elementwise") {
+      c = OpClass::Elementwise;
+    } else {
+      TORCH_CHECK_VALUE(false, "set_cost_class(", op, "): cost class '", cls,
+                        "' is not one of matmul, reduction, elementwise (op_table.yaml cost_class)");
+    }
+    set_cost_class(op, c);
   });
   m.def("ops_ran_off_main_thread", &ops_ran_off_main_thread);
   m.def("op_counts", [] {

@@ -91,6 +91,7 @@ class DeviceCache {
       stats_.active_bytes[t].increase(block->size);
       stats_.requested_bytes[t].increase(requested);
     });
+    report_to_profiler(block->ptr, static_cast<int64_t>(block->size));
     return block;
   }
 
@@ -119,8 +120,19 @@ class DeviceCache {
       stats_.requested_bytes[t].decrease(block->requested);
     });
     block->requested = 0;
+    report_to_profiler(block->ptr, -static_cast<int64_t>(block->size));
     if (!park(block)) merge_and_cache(block);
     return true;
+  }
+
+  // torch.profiler(profile_memory=True) records device allocations; one thread-local read
+  // when no profiler is active.
+  void report_to_profiler(void* ptr, int64_t delta) {
+    if (C10_LIKELY(!c10::memoryProfilingEnabled())) return;
+    const auto agg = static_cast<size_t>(StatType::AGGREGATE);
+    c10::reportMemoryUsageToProfiler(ptr, delta, stats_.allocated_bytes[agg].current,
+                                     stats_.reserved_bytes[agg].current,
+                                     c10::Device(c10::DeviceType::PrivateUse1, device_));
   }
 
   bool record_stream(void* ptr, c10::StreamId stream) {

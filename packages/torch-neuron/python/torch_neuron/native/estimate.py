@@ -55,8 +55,9 @@ def _check_fits(op: str, tensors) -> None:
         raise NotCovered(f"{op}: operands of {nbytes} bytes exceed the device's {_hbm_bytes()} bytes of HBM")
 
 
-def estimate(op: str, entry_name: str, c10_dtype: str, args: list) -> float:
-    """Simulated device ns of one call of ``op`` served by table entry ``entry_name``, or -1."""
+def estimate(op: str, entry_name: str, c10_dtype: str, args: list):
+    """Simulated device ns of one call of ``op`` served by table entry ``entry_name`` and the busy
+    ns of each engine (tensor, vector, scalar, gpsimd, dma), or -1 when the call is not covered."""
     import neuron_kernels
 
     dtype = name_of_c10(c10_dtype)
@@ -67,13 +68,16 @@ def estimate(op: str, entry_name: str, c10_dtype: str, args: list) -> float:
         return -1.0
     try:
         total = 0.0
+        busy = [0.0] * 5
         for ln in binders.bind(op, entry, dtype, args):
             kernel = neuron_kernels.lookup(ln.entry, dtype) if ln.entry else entry
             shapes = [None if t is None else tuple(binders.unwrap(t).shape) for t in ln.tensors]
             _check_fits(op, ln.tensors)
             dtypes = ["float32" if t is None else spec_dtype(t) for t in ln.tensors]
-            total += float(kernel.estimate_ns(shapes, dtypes, profile=profile, **attrs(ln, False)))
-        return total
+            ns, engines = kernel.estimate_engines_ns(shapes, dtypes, profile=profile, **attrs(ln, False))
+            total += float(ns)
+            busy = [b + e for b, e in zip(busy, engines)]
+        return total, tuple(busy)
     except Exception as e:  # noqa: BLE001 - any binding or adapter failure means "not covered"
         _rejections[key] = str(e) if isinstance(e, NotCovered) else f"{type(e).__name__}: {e}"
         return -1.0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from .. import _C
-from . import binders, estimate, numerics
+from . import binders, cost_classes, estimate, numerics
 from .bridge import DTYPES, table_name
 
 
@@ -52,6 +52,7 @@ def install(profile: str) -> int:
     except ImportError:
         return 0
     known = {table_name(d.torch): d.torch for d in DTYPES}
+    cost_classes.register(neuron_kernels.table())
     n = 0
     for entry in neuron_kernels.table().values():
         names = executed_as(entry)
