@@ -130,7 +130,7 @@ def _token_ids(cfg, shape, g):
     return allowed[torch.randint(0, len(allowed), shape, generator=g)]
 
 
-def _generate(name, cls, cfg, g):
+def _generate(name, cls, cfg, g, layout=0):
     if name == "input_ids":
         return _token_ids(cfg, (BATCH, SEQ), g)
     if name == "pixel_values":
@@ -138,6 +138,10 @@ def _generate(name, cls, cfg, g):
         c = _first(cfg, "num_channels", "in_channels", "in_chans", default=3)
         return torch.randn(BATCH, int(c), h, w, generator=g)
     if name == "input_values":
+        # Waveforms: (batch, samples), or (batch, channels, samples) for codecs and some encoders.
+        channels = _first(cfg, "audio_channels", default=None)
+        if layout == 1 or isinstance(channels, int):
+            return torch.randn(BATCH, int(channels or 1), AUDIO_SAMPLES, generator=g)
         return torch.randn(BATCH, AUDIO_SAMPLES, generator=g)
     mels = _first(cfg, "num_mel_bins", default=None)
     src = _first(cfg, "max_source_positions", default=None)
@@ -154,7 +158,7 @@ def _generate(name, cls, cfg, g):
     return torch.randn(BATCH, 32, int(feat), generator=g)
 
 
-def make_inputs(model_type, head, cls, cfg, g) -> dict:
+def make_inputs(model_type, head, cls, cfg, g, layout=0) -> dict:
     """Valid inputs for ``cls`` (with labels for a head); raises CaseUnsupported."""
     params = _params(cls.forward)
     main = getattr(cls, "main_input_name", "input_ids")
@@ -166,7 +170,7 @@ def make_inputs(model_type, head, cls, cfg, g) -> dict:
     x: dict = {}
     for name in MAIN_INPUTS:
         if name == main or (name in required and name in params):
-            x[name] = _generate(name, cls, cfg, g)
+            x[name] = _generate(name, cls, cfg, g, layout)
     if "input_ids" in x and "attention_mask" in params:
         mask = torch.ones(BATCH, SEQ, dtype=torch.long)
         mask[1, -2:] = 0  # a padded row: masks are not all ones

@@ -13,19 +13,19 @@ import copy
 # ids of a config (pad, bos, image token, ...) that fell outside the vocabulary are moved above it.
 VOCAB = 128
 SPECIAL_BASE = 96
-MAX_PARAMS = 8_000_000
+MAX_PARAMS = 20_000_000
 
 LAYERS = {"num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers", "decoder_layers",
           "num_decoder_layers", "num_encoder_layers", "depth", "num_text_layers", "num_vision_layers",
           "num_audio_layers", "num_decoder_blocks", "num_encoder_blocks", "text_num_layers", "num_blocks",
           "num_self_attends_per_block", "num_stages"}
-HIDDEN = {"hidden_size", "d_model", "n_embd", "embed_dim", "dim", "encoder_hidden_size", "decoder_hidden_size",
+HIDDEN = {"hidden_size", "emb_dim", "d_model", "n_embd", "embed_dim", "dim", "encoder_hidden_size", "decoder_hidden_size",
           "word_embed_proj_dim", "projection_dim", "embedding_size", "text_hidden_size", "vision_hidden_size",
           "out_hidden_size", "projector_hidden_size", "d_latents", "hidden_dim", "decoder_embed_dim"}
 HEADS = {"num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads",
          "decoder_attention_heads", "decoder_num_attention_heads", "num_attention_heads_per_layer"}
 INTERMEDIATE = {"intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner",
-                "decoder_intermediate_size", "ffn_hidden_size", "mlp_dim", "inner_dim"}
+                "decoder_intermediate_size", "ffn_hidden_size", "expert_ffn_hidden_size", "mlp_dim", "inner_dim"}
 SMALL_DIMS = {"moe_intermediate_size": 32, "shared_expert_intermediate_size": 32, "head_dim": 16,
               "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "qk_head_dim": 16,
               "kv_lora_rank": 16, "q_lora_rank": 16, "index_head_dim": 16, "index_n_heads": 2,
@@ -100,10 +100,12 @@ def _fix_consistency(cfg):
     head_dim = _get(cfg, "head_dim") or (hidden // heads if isinstance(hidden, int) and isinstance(heads, int) and heads else None)
     rope = _get(cfg, "rope_parameters") or _get(cfg, "rope_scaling")
     if isinstance(rope, dict) and isinstance(head_dim, int):
+        factor = rope.get("partial_rotary_factor") or _get(cfg, "partial_rotary_factor") or 1.0
+        half_rotary = int(head_dim * factor) // 2
         for key in ("mrope_section", "mrope_sections"):
             sec = rope.get(key)
-            if isinstance(sec, list) and sec and all(isinstance(v, int) for v in sec) and sum(sec) > head_dim // 2:
-                new = _rescale_sections(sec, head_dim // 2)
+            if isinstance(sec, list) and sec and all(isinstance(v, int) for v in sec) and sum(sec) > half_rotary:
+                new = _rescale_sections(sec, half_rotary)
                 if new:
                     rope[key] = new
     expand = _get(cfg, "expand") or _get(cfg, "mamba_expand")
@@ -168,6 +170,24 @@ def _fix_layer_lists(cfg):
             _set(cfg, name, [i for i in value if i < n])
 
 
+SIZE_SUFFIXES = ("_size", "_dim", "_dims", "_channels", "emb_dim")
+NOT_SIZES = ("vocab", "position", "max_", "image", "patch", "kernel", "window", "chunk", "batch", "sample",
+             "frame", "stride", "bucket", "codebook", "num_", "label", "n_", "length", "segment", "crop")
+
+
+def _shrink_by_suffix(cfg):
+    # Widths the named lists miss (per-model names such as emb_dim or expert_ffn_hidden_size):
+    # model widths to 32, feed-forward widths to 64.
+    for name, value in list(vars(cfg).items()):
+        low = name.lower()
+        if not (isinstance(value, int) and not isinstance(value, bool) and value > 64):
+            continue
+        if not low.endswith(SIZE_SUFFIXES) or any(k in low for k in NOT_SIZES):
+            continue
+        wide = any(k in low for k in ("ffn", "intermediate", "inner", "mlp", "expert"))
+        _set(cfg, name, 64 if wide else 32)
+
+
 def shrink(cfg, rung: int):
     """Shrinks ``cfg`` in place; rung 0 shrinks everything, 1 leaves lists and image sizes, 2 only layers."""
     _disable_dropout(cfg)
@@ -191,6 +211,7 @@ def shrink(cfg, rung: int):
         _shrink_int(cfg, "vocab_size", VOCAB)
         _fix_consistency(cfg)
     if rung == 0:
+        _shrink_by_suffix(cfg)
         for name, target in IMAGE.items():
             value = _get(cfg, name)
             if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, int) for v in value):

@@ -117,6 +117,10 @@ def compare_bf16(cpu: dict, dev: dict) -> list[str]:
     return problems
 
 
+def _takes_waveform(cls) -> bool:
+    return getattr(cls, "main_input_name", "") == "input_values"
+
+
 def prepare(model_type: str, report):
     """The first (case, model, CPU result) that builds and trains on CPU, else a status record.
 
@@ -139,9 +143,11 @@ def prepare(model_type: str, report):
         except Exception as e:  # noqa: BLE001 - recorded as the architecture's status
             note("no_tiny_config", rung, f"config: {first_line(e)}")
             continue
-        for head, cls in cands:
+        for head, cls, layout in [(h, k, lay) for h, k in cands for lay in (0, 1)]:
+            if layout and not _takes_waveform(cls):
+                continue
             try:
-                inputs = case_mod.make_inputs(model_type, head, cls, cfg, torch.Generator().manual_seed(0))
+                inputs = case_mod.make_inputs(model_type, head, cls, cfg, torch.Generator().manual_seed(0), layout)
             except case_mod.CaseUnsupported as e:
                 note("input_unsupported", rung, str(e))
                 continue
