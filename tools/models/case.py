@@ -36,7 +36,10 @@ HEADS = (
     ("image_classification", "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES"),
     ("audio_classification", "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES"),
 )
-MAIN_INPUTS = ("input_ids", "pixel_values", "input_values", "input_features")
+MAIN_INPUTS = ("input_ids", "pixel_values", "input_values", "input_features", "pixel_values_videos",
+               "past_values", "inputs")
+# Vision towers of Qwen-VL-style models take flattened patches and each image's (t, h, w) grid.
+GRID = (1, 4, 4)
 HEAD_INPUT = {"seq2seq_lm": ("input_ids", "input_features"), "causal_lm": ("input_ids",),
               "masked_lm": ("input_ids",), "sequence_classification": ("input_ids",),
               "image_classification": ("pixel_values",),
@@ -130,22 +133,46 @@ def _token_ids(cfg, shape, g):
     return allowed[torch.randint(0, len(allowed), shape, generator=g)]
 
 
+def has_second_layout(cls) -> bool:
+    """Whether a second input layout exists: (batch, channels, samples) waveforms, or text with images."""
+    main = getattr(cls, "main_input_name", "input_ids")
+    return main == "input_values" or (main == "input_ids" and "pixel_values" in _params(cls.forward))
+
+
 def _generate(name, cls, cfg, g, layout=0):
     if name == "input_ids":
         return _token_ids(cfg, (BATCH, SEQ), g)
     if name == "pixel_values":
         h, w = _size(_first(cfg, "image_size", "img_size", "input_size", default=32))
         c = _first(cfg, "num_channels", "in_channels", "in_chans", default=3)
+        frames = vars(cfg).get("num_frames")
+        if isinstance(frames, int):
+            return torch.randn(BATCH, int(frames or 2), int(c), h, w, generator=g)  # video models
         return torch.randn(BATCH, int(c), h, w, generator=g)
+    if name == "past_values":
+        # Time series: context plus the largest lag, one column per input channel.
+        context = _first(cfg, "context_length", default=None) or _first(cfg, "prediction_length", default=None) or 16
+        length = int(context) + max(_first(cfg, "lags_sequence", default=[0]) or [0])
+        if "num_input_channels" in vars(cfg):
+            return torch.randn(BATCH, length, int(cfg.num_input_channels), generator=g)
+        channels = int(_first(cfg, "input_size", default=1))
+        return torch.randn(BATCH, length, channels, generator=g) if channels > 1 else torch.randn(BATCH, length, generator=g)
+    if name == "inputs":
+        return torch.randn(BATCH, SEQ, int(_first(cfg, "d_model", "hidden_size", default=32)), generator=g)
+    if name == "pixel_values_videos":
+        h, w = _size(_first(cfg, "image_size", "img_size", default=32))
+        c = _first(cfg, "num_channels", "in_channels", default=3)
+        frames = _first(cfg, "num_frames", default=2)
+        return torch.randn(BATCH, int(frames), int(c), h, w, generator=g)
     if name == "input_values":
         # Waveforms: (batch, samples), or (batch, channels, samples) for codecs and some encoders.
         channels = _first(cfg, "audio_channels", default=None)
-        if layout == 1 or isinstance(channels, int):
+        if layout == 1 or isinstance(channels, int) and channels > 1:
             return torch.randn(BATCH, int(channels or 1), AUDIO_SAMPLES, generator=g)
         return torch.randn(BATCH, AUDIO_SAMPLES, generator=g)
     mels = _first(cfg, "num_mel_bins", default=None)
     src = _first(cfg, "max_source_positions", default=None)
-    per_channel = _first(cfg, "input_feat_per_channel", default=None)
+    per_channel = _first(cfg, "input_feat_per_channel", "feature_projection_input_dim", default=None)
     if per_channel is not None:
         return torch.randn(BATCH, 32, int(per_channel) * int(_first(cfg, "input_channels", default=1)), generator=g)
     if mels is not None and src is not None:
@@ -171,6 +198,28 @@ def make_inputs(model_type, head, cls, cfg, g, layout=0) -> dict:
     for name in MAIN_INPUTS:
         if name == main or (name in required and name in params):
             x[name] = _generate(name, cls, cfg, g, layout)
+    if layout == 1 and main == "input_ids" and "pixel_values" in params and "pixel_values" not in x:
+        # Dual encoders (CLIP-like) need both modalities; this layout is tried when text alone fails.
+        x["pixel_values"] = _generate("pixel_values", cls, cfg, g)
+    if "grid_thw" in required:
+        c = _first(cfg, "in_channels", "num_channels", default=3)
+        feat = int(c) * int(_first(cfg, "temporal_patch_size", default=2)) * int(_first(cfg, "patch_size", default=14)) ** 2
+        grid = torch.tensor([GRID] * BATCH)
+        x["grid_thw"] = grid
+        patches = torch.randn(int(grid.prod(-1).sum()), feat, generator=g)
+        x["pixel_values" if "pixel_values" in required else "hidden_states"] = patches
+    if "past_values" in x:
+        pv = x["past_values"]
+        if "past_observed_mask" in params:
+            x["past_observed_mask"] = torch.ones_like(pv)
+        n_time = _first(cfg, "num_time_features", default=None)
+        if "past_time_features" in params and isinstance(n_time, int):
+            x["past_time_features"] = torch.randn(BATCH, pv.shape[1], n_time, generator=g)
+        if "future_values" in params and isinstance(vars(cfg).get("prediction_length"), int):
+            fut = int(cfg.prediction_length)
+            x["future_values"] = torch.randn(BATCH, fut, *pv.shape[2:], generator=g)
+            if "future_time_features" in params and isinstance(n_time, int):
+                x["future_time_features"] = torch.randn(BATCH, fut, n_time, generator=g)
     if "input_ids" in x and "attention_mask" in params:
         mask = torch.ones(BATCH, SEQ, dtype=torch.long)
         mask[1, -2:] = 0  # a padded row: masks are not all ones

@@ -25,12 +25,15 @@ def summary(records) -> dict:
 def fallback_ranking(records) -> list[dict]:
     archs = collections.defaultdict(set)
     execs = collections.Counter()
+    dtypes = collections.defaultdict(set)
     for r in records:
         for op, n in (r.get("fallback_ops") or {}).items():
             archs[op].add(r["arch"])
             execs[op] += n
-    rows = [{"op": op, "architectures": len(a), "executions": execs[op], "examples": sorted(a)[:5]}
-            for op, a in archs.items()]
+        for op, ds in (r.get("fallback_dtypes") or {}).items():
+            dtypes[op].update(ds)
+    rows = [{"op": op, "architectures": len(a), "executions": execs[op], "dtypes": sorted(dtypes[op]),
+             "examples": sorted(a)[:5]} for op, a in archs.items()]
     return sorted(rows, key=lambda row: (-row["architectures"], -row["executions"], row["op"]))
 
 
@@ -87,9 +90,9 @@ def write(out_dir, records, restarts, stale, wall_s, extra=None):
         lines += ["", "## Worker restarts", "", "| architecture | phase | why |", "|---|---|---|"]
         lines += [f"| {x['arch']} | {x['phase']} | {x['why']} |" for x in restarts]
     lines += ["", "## Host fallback ops (priority list for native kernels)", "",
-              "| op | architectures | executions | e.g. |", "|---|---|---|---|"]
-    lines += [f"| `{row['op']}` | {row['architectures']} | {row['executions']} | {', '.join(row['examples'])} |"
-              for row in ranking]
+              "| op | architectures | executions | dtypes | e.g. |", "|---|---|---|---|---|"]
+    lines += [f"| `{row['op']}` | {row['architectures']} | {row['executions']} | {', '.join(row.get('dtypes', []))} | "
+              f"{', '.join(row['examples'])} |" for row in ranking]
     by_exec = sorted(ranking, key=lambda row: (-row["executions"], row["op"]))[:20]
     lines += ["", "### By execution count (top 20)", "", "| op | executions | architectures |", "|---|---|---|"]
     lines += [f"| `{row['op']}` | {row['executions']} | {row['architectures']} |" for row in by_exec]

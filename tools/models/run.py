@@ -51,6 +51,8 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--limit", type=float, default=240.0, help="per-architecture time limit, seconds")
     ap.add_argument("--expectations", help="expectations file (default tools/models/expectations.yaml)")
+    ap.add_argument("--from-results", action="store_true",
+                    help="re-check the last run's results.jsonl against the expectations and rewrite its dashboard")
     ap.add_argument("--out", help="output directory (default build/models, smoke: build/models/smoke)")
     args = ap.parse_args(argv)
 
@@ -72,18 +74,31 @@ def main(argv=None) -> int:
     full = not (args.archs or args.smoke or args.sample)
     out = pathlib.Path(args.out) if args.out else ROOT / "build" / "models" / ("" if full else "smoke" if args.smoke else "partial")
     out.mkdir(parents=True, exist_ok=True)
-    print(f"== {len(archs)} architectures, {args.workers} spawn workers, {args.limit:.0f} s limit each", flush=True)
-    t0 = time.monotonic()
-    with open(out / "results.jsonl", "w") as log:
-        show = _progress(len(archs))
+    if args.from_results:
+        by_arch = {}
+        for line in (out / "results.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            by_arch[rec["arch"]] = rec
+        missing = [a for a in archs if a not in by_arch]
+        if missing:
+            print(f"{out / 'results.jsonl'} has no result for {', '.join(missing[:10])}", file=sys.stderr)
+            return 2
+        records = [by_arch[a] for a in archs]
+        old = json.loads((out / "dashboard.json").read_text()) if (out / "dashboard.json").exists() else {}
+        restarts, wall = old.get("worker_restarts", []), old.get("wall_s", 0.0)
+    else:
+        print(f"== {len(archs)} architectures, {args.workers} spawn workers, {args.limit:.0f} s limit each", flush=True)
+        t0 = time.monotonic()
+        with open(out / "results.jsonl", "w") as log:
+            show = _progress(len(archs))
 
-        def on_result(record):
-            log.write(json.dumps(record, default=str) + "\n")
-            log.flush()
-            show(record)
-        records, restarts = pool.run(archs, workers=args.workers, limit_s=args.limit,
-                                     bf16_subset=set(SUBSET), on_result=on_result)
-    wall = time.monotonic() - t0
+            def on_result(record):
+                log.write(json.dumps(record, default=str) + "\n")
+                log.flush()
+                show(record)
+            records, restarts = pool.run(archs, workers=args.workers, limit_s=args.limit,
+                                         bf16_subset=set(SUBSET), on_result=on_result)
+        wall = time.monotonic() - t0
     stale = expectations.classify(records, entries)
     s = dashboard.write(out, records, restarts, stale, wall, extra={"full": full})
     failed = False

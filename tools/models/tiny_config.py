@@ -43,15 +43,17 @@ SMALL_DIMS = {"moe_intermediate_size": 32, "shared_expert_intermediate_size": 32
               "rel_pos_bins": 8, "relative_attention_num_buckets": 8, "relative_attention_max_distance": 16,
               "num_buckets": 8, "num_frames": 2, "bottleneck_size": 16, "num_filters": 16,
               "linear_conv_kernel_dim": 4, "num_groups": 2, "n_positions_max": 128, "num_latents": 8, "d_state": 8,
-              "attention_window": 8, "block_size": 8, "chunk_size": 8}
+              "attention_window": 8, "block_size": 8, "chunk_size": 8,
+              "vocab_size_per_layer_input": VOCAB, "hidden_size_per_layer_input": 16, "context_length": 16,
+              "prediction_length": 4, "feature_projection_input_dim": 32}
 IMAGE = {"image_size": 32, "patch_size": 4, "vision_image_size": 32, "crop_size": 32, "img_size": 32}
 NOISE = ("mask_time_prob", "mask_feature_prob", "router_jitter_noise", "label_noise_ratio", "box_noise_scale",
          "layerdrop", "encoder_layerdrop", "decoder_layerdrop", "drop_path_rate", "stochastic_depth_prob")
-LIST_LAYERS = ("depths", "num_layers_per_block", "encoder_depths", "decoder_depths", "block_repeats")
+LIST_LAYERS = ("blocks_per_stage", "depths", "num_layers_per_block", "encoder_depths", "decoder_depths", "block_repeats")
 LIST_PER_LAYER = ("layer_types", "mlp_layer_types", "attn_layer_types", "block_types", "layers_block_type",
                   "hybrid_override_pattern")
-LIST_HIDDEN = ("hidden_sizes", "embed_dims", "neck_hidden_sizes", "dims", "embedding_dims", "channels")
-LIST_HEADS = ("num_attention_heads", "num_heads", "attention_heads")
+LIST_HIDDEN = ("embed_dim_per_stage", "hidden_sizes", "embed_dims", "neck_hidden_sizes", "dims", "embedding_dims", "channels")
+LIST_HEADS = ("num_attention_heads", "num_heads", "attention_heads", "num_attention_heads_per_stage")
 
 
 def _is_config(value) -> bool:
@@ -102,6 +104,9 @@ def _fix_consistency(cfg):
     if isinstance(rope, dict) and isinstance(head_dim, int):
         factor = rope.get("partial_rotary_factor") or _get(cfg, "partial_rotary_factor") or 1.0
         half_rotary = int(head_dim * factor) // 2
+        if "mrope_section" in getattr(type(cfg), "ignore_keys_at_rope_validation", ()) and "mrope_section" not in rope:
+            # The model's default sections are sized for the released head dimension.
+            rope["mrope_section"] = [16, 24, 24]
         for key in ("mrope_section", "mrope_sections"):
             sec = rope.get(key)
             if isinstance(sec, list) and sec and all(isinstance(v, int) for v in sec) and sum(sec) > half_rotary:
@@ -111,7 +116,7 @@ def _fix_consistency(cfg):
     expand = _get(cfg, "expand") or _get(cfg, "mamba_expand")
     if isinstance(expand, int) and isinstance(hidden, int):
         inner = expand * hidden
-        for nh, hd in (("num_heads", "head_dim"), ("mamba_n_heads", "mamba_d_head")):
+        for nh, hd in (("num_heads", "head_dim"), ("mamba_n_heads", "mamba_d_head"), ("n_mamba_heads", "mamba_headdim")):
             if isinstance(_get(cfg, nh), int) and isinstance(_get(cfg, hd), int):
                 _set(cfg, hd, 16)
                 _set(cfg, nh, max(1, inner // 16))
@@ -134,7 +139,9 @@ def _shrink_lists(cfg, layers):
         value = _get(cfg, name)
         if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) for v in value):
             _set(cfg, name, [min(v, 1) for v in value])
-    for name in LIST_HIDDEN:
+    suffixed = [n for n, v in vars(cfg).items() if isinstance(v, (list, tuple)) and n.lower().endswith(
+        ("_channels", "_sizes", "_dims", "hidden_dim", "embed_dim")) and n not in LIST_HIDDEN]
+    for name in (*LIST_HIDDEN, *suffixed):
         value = _get(cfg, name)
         if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) for v in value):
             _set(cfg, name, [min(v, 16 * 2 ** i) for i, v in enumerate(value)])
@@ -142,6 +149,9 @@ def _shrink_lists(cfg, layers):
         value = _get(cfg, name)
         if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) for v in value):
             _set(cfg, name, [min(v, 2) for v in value])
+    blocks = _get(cfg, "blocks_per_stage")
+    if isinstance(blocks, list) and isinstance(_get(cfg, "global_attention_blocks"), list):
+        _set(cfg, "global_attention_blocks", [i for i in _get(cfg, "global_attention_blocks") if i < sum(blocks)] or [0])
     for name in LIST_PER_LAYER:
         value = _get(cfg, name)
         if isinstance(value, (list, tuple)) and len(value) > layers:
@@ -263,7 +273,11 @@ def _vocab(cfg):
 
 def tiny_config(model_type: str, rung: int = 0):
     from transformers import AutoConfig
-    cfg = shrink(AutoConfig.for_model(model_type), rung)
+    cfg = AutoConfig.for_model(model_type)
+    if "prediction_length" in vars(cfg) and cfg.prediction_length is None:
+        # Time-series configs derive their context and feature sizes from it at construction.
+        cfg = AutoConfig.for_model(model_type, prediction_length=4, context_length=8)
+    cfg = shrink(cfg, rung)
     vocab = _vocab(cfg)
     if vocab is not None and vocab <= VOCAB:
         mapping = {}

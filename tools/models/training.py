@@ -117,10 +117,6 @@ def compare_bf16(cpu: dict, dev: dict) -> list[str]:
     return problems
 
 
-def _takes_waveform(cls) -> bool:
-    return getattr(cls, "main_input_name", "") == "input_values"
-
-
 def prepare(model_type: str, report):
     """The first (case, model, CPU result) that builds and trains on CPU, else a status record.
 
@@ -144,7 +140,7 @@ def prepare(model_type: str, report):
             note("no_tiny_config", rung, f"config: {first_line(e)}")
             continue
         for head, cls, layout in [(h, k, lay) for h, k in cands for lay in (0, 1)]:
-            if layout and not _takes_waveform(cls):
+            if layout and not case_mod.has_second_layout(cls):
                 continue
             try:
                 inputs = case_mod.make_inputs(model_type, head, cls, cfg, torch.Generator().manual_seed(0), layout)
@@ -227,6 +223,11 @@ def run_architecture(model_type: str, bf16: bool = False, report=lambda phase: N
     record["ops_native"] = sum(v["native"] for v in executed.values())
     record["ops_fallback"] = sum(v["fallback"] for v in executed.values())
     record["fallback_ops"] = {op: v["fallback"] for op, v in sorted(executed.items()) if v["fallback"]}
+    dtypes: dict = {}
+    for row in torch_neuron.get_op_stats():
+        if row["fallback"]:
+            dtypes.setdefault(row["op"], set()).add(str(row["dtype"]))
+    record["fallback_dtypes"] = {op: sorted(d) for op, d in sorted(dtypes.items())}
     del model
     if bf16:
         report("bf16")
