@@ -18,7 +18,7 @@ MAX_PARAMS = 20_000_000
 LAYERS = {"num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers", "decoder_layers",
           "num_decoder_layers", "num_encoder_layers", "depth", "num_text_layers", "num_vision_layers",
           "num_audio_layers", "num_decoder_blocks", "num_encoder_blocks", "text_num_layers", "num_blocks",
-          "num_self_attends_per_block", "num_stages"}
+          "num_self_attends_per_block"}
 HIDDEN = {"hidden_size", "emb_dim", "d_model", "n_embd", "embed_dim", "dim", "encoder_hidden_size", "decoder_hidden_size",
           "word_embed_proj_dim", "projection_dim", "embedding_size", "text_hidden_size", "vision_hidden_size",
           "out_hidden_size", "projector_hidden_size", "d_latents", "hidden_dim", "decoder_embed_dim"}
@@ -39,7 +39,7 @@ SMALL_DIMS = {"moe_intermediate_size": 32, "shared_expert_intermediate_size": 32
               "num_mel_bins": 16, "codebook_size": 32, "codebook_dim": 8, "num_codebooks": 2,
               "max_2d_position_embeddings": 128, "max_window_layers": 2, "sliding_window": 64,
               "classifier_proj_size": 16, "tdnn_dim": 16, "xvector_output_dim": 16, "num_labels": 3,
-              "index_topk": 4, "image_seq_length": 4, "num_image_tokens": 4, "mm_tokens_per_image": 4,
+              "index_topk": 4, "window_size": 4, "image_seq_length": 4, "num_image_tokens": 4, "mm_tokens_per_image": 4,
               "rel_pos_bins": 8, "relative_attention_num_buckets": 8, "relative_attention_max_distance": 16,
               "num_buckets": 8, "num_frames": 2, "bottleneck_size": 16, "num_filters": 16,
               "linear_conv_kernel_dim": 4, "num_groups": 2, "n_positions_max": 128, "num_latents": 8, "d_state": 8,
@@ -149,6 +149,13 @@ def _shrink_lists(cfg, layers):
         value = _get(cfg, name)
         if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) for v in value):
             _set(cfg, name, [min(v, 2) for v in value])
+    # Hierarchical vision models: the final width follows from the stage widths.
+    sizes = _get(cfg, "hidden_sizes")
+    if isinstance(sizes, list) and sizes and isinstance(_get(cfg, "hidden_size"), int):
+        _set(cfg, "hidden_size", sizes[-1])
+    depths = _get(cfg, "depths")
+    if isinstance(depths, list) and isinstance(_get(cfg, "embed_dim"), int) and isinstance(_get(cfg, "hidden_size"), int):
+        _set(cfg, "hidden_size", _get(cfg, "embed_dim") * 2 ** (len(depths) - 1))
     blocks = _get(cfg, "blocks_per_stage")
     if isinstance(blocks, list) and isinstance(_get(cfg, "global_attention_blocks"), list):
         _set(cfg, "global_attention_blocks", [i for i in _get(cfg, "global_attention_blocks") if i < sum(blocks)] or [0])
@@ -229,6 +236,10 @@ def shrink(cfg, rung: int):
             else:
                 _shrink_int(cfg, name, target)
         _shrink_lists(cfg, layers)
+        depths, window, patch = _get(cfg, "depths"), _get(cfg, "window_size"), _get(cfg, "patch_size")
+        if isinstance(depths, list) and isinstance(window, int) and isinstance(patch, int) and "image_size" in vars(cfg):
+            # Windowed attention (Swin): every stage's resolution a multiple of the window.
+            _set(cfg, "image_size", patch * window * 2 ** (len(depths) - 1))
     _fix_layer_lists(cfg)
     for _, child in _children(cfg):
         shrink(child, rung)

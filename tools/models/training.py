@@ -237,6 +237,13 @@ def run_architecture(model_type: str, bf16: bool = False, report=lambda phase: N
             problems = compare_bf16(cpu, got)
             record["bf16"] = {"status": "mismatch" if problems else "pass", "loss": got["loss"],
                               "cpu_loss": cpu["loss"], **({"error": problems[0]} if problems else {})}
+            if problems:
+                # CPU's own bf16 autocast run against its fp32 run: tells an ill-conditioned case
+                # (both devices off) from a neuron-only one.
+                ref = train_step(copy.deepcopy(pristine), c.inputs, c.head, torch.device("cpu"), autocast=True)
+                own = compare_bf16(cpu, ref)
+                record["bf16"]["cpu_bf16_loss"] = ref["loss"]
+                record["bf16"]["cpu_bf16"] = own[0] if own else "within tolerance"
         except Exception as e:  # noqa: BLE001
             record["bf16"] = {"status": "neuron_error", "error": f"{first_line(e)} [{_where(e)}]"}
     record["wall_s"] = round(time.perf_counter() - t_start, 2)
