@@ -59,3 +59,20 @@ def test_sweep_runs_an_architecture_and_fails_on_a_stale_entry(tmp_path):
     assert rec["head"] == "causal_lm" and rec["ops_native"] > 0
     assert rec["bf16"]["status"] == "pass"
     assert (tmp_path / "out" / "dashboard.md").read_text().count("| gpt2 |") >= 1
+
+
+@pytest.mark.timeout(420)
+def test_a_hung_architecture_restarts_its_worker_and_is_recorded(tmp_path):
+    # A 1 s limit is shorter than any first architecture of a fresh worker (it imports the
+    # model code), so each one times out; the sweep must kill and replace the worker and go on.
+    r = subprocess.run([sys.executable, "-m", "tools.models.run", "--archs", "gpt2,bert", "--workers", "1",
+                        "--limit", "1", "--out", str(tmp_path)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=400, check=False)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1].startswith("models: attempted=2 ")
+    data = json.loads((tmp_path / "dashboard.json").read_text())
+    assert [x["arch"] for x in data["worker_restarts"]] == ["gpt2", "bert"]
+    for rec in data["records"]:
+        assert rec["worker_lost"] == "timed out after 1 s"
+        assert rec["status"] in ("cpu_fail", "no_tiny_config", "neuron_error")
+    assert "## Worker restarts" in (tmp_path / "dashboard.md").read_text()

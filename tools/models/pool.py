@@ -59,8 +59,8 @@ class _Slot:
 def _lost(arch, phase, why, elapsed):
     # A crash or hang during the CPU run is the model's (or torch's) own failure; during the
     # neuron run or the bf16 pass it is ours.
-    status = {"build": "no_tiny_config", "cpu": "cpu_fail"}.get(phase, "neuron_error")
-    return {"arch": arch, "status": status, "error": f"worker {why} during the {phase or 'startup'} phase",
+    status = {None: "no_tiny_config", "build": "no_tiny_config", "cpu": "cpu_fail"}.get(phase, "neuron_error")
+    return {"arch": arch, "status": status, "error": f"worker {why} during the {phase or 'config'} phase",
             "wall_s": round(elapsed, 2), "worker_lost": why}
 
 
@@ -98,6 +98,7 @@ def run(archs, workers=2, limit_s=180.0, bf16_subset=(), on_result=None):
                             if on_result:
                                 on_result(payload)
                 except (EOFError, OSError):
+                    slot.proc.join(5)
                     why = f"crashed (exit code {slot.proc.exitcode})"
                 if why is None and not slot.proc.is_alive():
                     slot.proc.join(1)

@@ -13,7 +13,7 @@ import copy
 # ids of a config (pad, bos, image token, ...) that fell outside the vocabulary are moved above it.
 VOCAB = 128
 SPECIAL_BASE = 96
-MAX_PARAMS = 20_000_000
+MAX_PARAMS = 25_000_000
 
 LAYERS = {"num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers", "decoder_layers",
           "num_decoder_layers", "num_encoder_layers", "depth", "num_text_layers", "num_vision_layers",
@@ -49,6 +49,8 @@ SMALL_DIMS = {"moe_intermediate_size": 32, "shared_expert_intermediate_size": 32
 IMAGE = {"image_size": 32, "patch_size": 4, "vision_image_size": 32, "crop_size": 32, "img_size": 32}
 NOISE = ("mask_time_prob", "mask_feature_prob", "router_jitter_noise", "label_noise_ratio", "box_noise_scale",
          "layerdrop", "encoder_layerdrop", "decoder_layerdrop", "drop_path_rate", "stochastic_depth_prob")
+# Random augmentations some models apply in train mode (DINOv3's RoPE coordinate jitter).
+AUGMENT = ("pos_embed_shift", "pos_embed_jitter", "pos_embed_rescale")
 LIST_LAYERS = ("blocks_per_stage", "depths", "num_layers_per_block", "encoder_depths", "decoder_depths", "block_repeats")
 LIST_PER_LAYER = ("layer_types", "mlp_layer_types", "attn_layer_types", "block_types", "layers_block_type",
                   "hybrid_override_pattern")
@@ -113,6 +115,10 @@ def _fix_consistency(cfg):
                 new = _rescale_sections(sec, half_rotary)
                 if new:
                     rope[key] = new
+    if "head_dim" in vars(cfg) and _get(cfg, "head_dim") is None and isinstance(hidden, int) and isinstance(heads, int) and heads:
+        _set(cfg, "head_dim", hidden // heads)  # some models read it without a fallback
+    if "vocab_size" in vars(cfg) and _get(cfg, "vocab_size") is None:
+        _set(cfg, "vocab_size", VOCAB)
     expand = _get(cfg, "expand") or _get(cfg, "mamba_expand")
     if isinstance(expand, int) and isinstance(hidden, int):
         inner = expand * hidden
@@ -130,8 +136,14 @@ def _disable_dropout(cfg):
         if isinstance(value, float) and ("dropout" in low or "pdrop" in low or "drop_prob" in low
                                          or low in NOISE):
             _set(cfg, name, 0.0)
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, float) for v in value) and (
+                "drop" in low):
+            _set(cfg, name, [0.0] * len(value))  # per-stage rates (CvT)
     if isinstance(_get(cfg, "num_denoising"), int):
         _set(cfg, "num_denoising", 0)
+    for name in AUGMENT:
+        if _get(cfg, name) is not None:
+            _set(cfg, name, None)
 
 
 def _shrink_lists(cfg, layers):
@@ -295,6 +307,10 @@ def tiny_config(model_type: str, rung: int = 0):
         _remap_special(cfg, mapping, vocab)
     if getattr(cfg, "is_encoder_decoder", False) and _get(cfg, "decoder_start_token_id") is None:
         _set(cfg, "decoder_start_token_id", _get(cfg, "pad_token_id") if isinstance(_get(cfg, "pad_token_id"), int) else 0)
+    if _get(cfg, "use_timm_backbone"):
+        # DETR-style models default to a timm backbone; transformers' own ResNet backbone needs no timm.
+        _set(cfg, "use_timm_backbone", False)
+        _set(cfg, "use_pretrained_backbone", False)
     # Three classes for the classification heads (the labels the inputs draw).
     _set(cfg, "num_labels", 3)
     return cfg
