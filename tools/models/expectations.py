@@ -19,7 +19,7 @@ PATH = pathlib.Path(__file__).resolve().with_name("expectations.yaml")
 HARNESS_STATUSES = ("cpu_fail", "no_tiny_config", "input_unsupported")
 NEURON_STATUSES = ("mismatch", "neuron_error", "bf16_mismatch", "bf16_neuron_error")
 CATEGORIES = {
-    "cpu_fail": ("model bug", "tiny config"),
+    "cpu_fail": ("model bug", "tiny config", "missing library"),
     "no_tiny_config": ("tiny config",),
     "input_unsupported": ("input generation",),
     **{s: ("backend bug", "missing kernel", "torch bug", "random in training") for s in NEURON_STATUSES},
