@@ -27,7 +27,7 @@ pkg_files = $(wildcard $(shell git ls-files --cached --others --exclude-standard
               find packages/$(1) -type f -not -path '*/build/*' -not -path '*/__pycache__/*' \
               -not -path '*/.pytest_cache/*' -not -path '*.egg-info/*' -not -name '*.so' 2>/dev/null))
 
-.PHONY: install test demo bench test-upstream lint patched-torch clean help test-cpp test-pkg test-sanitize test-fuzz-long
+.PHONY: install test demo bench test-upstream lint patched-torch clean help test-cpp test-pkg test-sanitize test-fuzz-long test-models
 
 help:
 	@echo "make install        create $(VENV), install torch==2.13.0, every package ($(PRESENT)) and $(ECOSYSTEM_REQUIREMENTS)"
@@ -40,6 +40,7 @@ help:
 	@echo "make test-fuzz-long (long) op fuzzing against CPU, FUZZ_EXAMPLES per family, FUZZ_SEED"
 	@echo "make bench          benchmarks (ratios against a baseline measured in the same run)"
 	@echo "make test-upstream  PyTorch's device-generic tests against 'neuron'"
+	@echo "make test-models    every transformers architecture, tiny config, trained on 'neuron' vs CPU"
 	@echo "make patched-torch  build the patched torch wheel into a separate environment"
 	@echo "make lint           static checks"
 
@@ -122,6 +123,7 @@ test: install test-cpp
 	@echo "== patch series: proof matrix (vanilla vs patched torch)"
 	@$(PY) -m tools.patches matrix
 	@if [ -d tools/upstream ]; then echo "== upstream device-generic tests (smoke)"; $(PY) -m tools.upstream.run --smoke; fi
+	@if [ -d tools/models ]; then echo "== transformers architectures (smoke subset)"; $(PY) -m tools.models.run --smoke --workers $(JOBS); fi
 	@echo "== builds stay incremental: nothing the tests built counts as a source change"
 	@if ! $(MAKE) --no-print-directory -q install; then \
 	  echo "make test: 'make install' would rebuild after the test run:"; \
@@ -157,6 +159,10 @@ test-upstream: install
 	@# A patched-torch environment, when present, runs side by side: bring its packages up to date.
 	@if [ -x .venv-patched/bin/python ]; then $(PY) -m tools.patches build; fi
 	$(PY) -m tools.upstream.run
+
+# Every architecture of transformers' MODEL_MAPPING_NAMES; dashboard in build/models/.
+test-models: install
+	$(PY) -m tools.models.run --workers $(JOBS)
 
 patched-torch: install
 	$(PY) -m tools.patches build

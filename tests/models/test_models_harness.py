@@ -1,0 +1,78 @@
+# Copyright 2026 The torch-neuron authors
+# SPDX-License-Identifier: Apache-2.0
+"""The architecture sweep (`python -m tools.models.run`): a real architecture runs through the
+spawn workers and passes; expectations are checked (a stale entry fails the run); malformed
+entries are refused."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from tools.models import expectations  # noqa: E402
+
+
+def _entry(**kw):
+    return {"archs": ["gpt2"], "status": "mismatch", "category": "backend bug", "reason": "r",
+            "reproducer": "x", **kw}
+
+
+def test_entries_need_reason_reproducer_and_known_status():
+    assert expectations.parse({"expectations": [_entry()]})[0].archs == ("gpt2",)
+    for bad in (_entry(reason=""), _entry(reproducer=None), _entry(status="slow"),
+                _entry(status="cpu_fail", category="backend bug"), _entry(category="torch bug")):
+        with pytest.raises(expectations.ExpectationError):
+            expectations.parse({"expectations": [bad]})
+
+
+def test_classify_marks_expected_unexpected_and_stale():
+    entries = expectations.parse({"expectations": [
+        _entry(archs=["a*"]),
+        {"archs": ["b"], "status": "cpu_fail", "category": "model bug", "reason": "r"}]})
+    records = [{"arch": "a1", "status": "mismatch"}, {"arch": "a2", "status": "pass"},
+               {"arch": "b", "status": "neuron_error"}, {"arch": "c", "status": "mismatch"},
+               {"arch": "d", "status": "pass", "bf16": {"status": "mismatch"}}]
+    stale = expectations.classify(records, entries)
+    assert [r["outcome"] for r in records] == ["expected", "stale", "unexpected", "unexpected", "unexpected"]
+    assert {x["arch"] for x in stale} == {"a2", "b"}
+
+
+@pytest.mark.timeout(420)
+def test_sweep_runs_an_architecture_and_fails_on_a_stale_entry(tmp_path):
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("expectations:\n  - archs: [gpt2]\n    status: mismatch\n    category: backend bug\n"
+                   "    reason: claimed for the test\n    reproducer: none\n")
+    r = subprocess.run([sys.executable, "-m", "tools.models.run", "--archs", "gpt2", "--workers", "1",
+                        "--expectations", str(exp), "--out", str(tmp_path / "out")],
+                       cwd=ROOT, capture_output=True, text=True, timeout=400, check=False)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    lines = r.stdout.strip().splitlines()
+    assert "STALE expectation gpt2" in r.stdout
+    assert lines[-1] == "models: attempted=1 cpu_ok=1 neuron_ok=1 rate=100.0%"
+    data = json.loads((tmp_path / "out" / "dashboard.json").read_text())
+    (rec,) = data["records"]
+    assert rec["head"] == "causal_lm" and rec["ops_native"] > 0
+    assert rec["bf16"]["status"] == "pass"
+    assert (tmp_path / "out" / "dashboard.md").read_text().count("| gpt2 |") >= 1
+
+
+@pytest.mark.timeout(420)
+def test_a_hung_architecture_restarts_its_worker_and_is_recorded(tmp_path):
+    # A 1 s limit is shorter than any first architecture of a fresh worker (it imports the
+    # model code), so each one times out; the sweep must kill and replace the worker and go on.
+    r = subprocess.run([sys.executable, "-m", "tools.models.run", "--archs", "gpt2,bert", "--workers", "1",
+                        "--limit", "1", "--out", str(tmp_path)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=400, check=False)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1].startswith("models: attempted=2 ")
+    data = json.loads((tmp_path / "dashboard.json").read_text())
+    assert [x["arch"] for x in data["worker_restarts"]] == ["gpt2", "bert"]
+    for rec in data["records"]:
+        assert rec["worker_lost"] == "timed out after 1 s"
+        assert rec["status"] in ("cpu_fail", "no_tiny_config", "neuron_error")
+    assert "## Worker restarts" in (tmp_path / "dashboard.md").read_text()

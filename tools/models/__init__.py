@@ -1,0 +1,1 @@
+"""Sweep of transformers architectures built from tiny configs, trained on neuron against CPU."""

@@ -1,0 +1,287 @@
+"""One architecture as a training case: a tiny model with a training head, valid inputs and a loss.
+
+The head is the first of seq2seq LM, causal LM, masked LM, sequence / image / audio
+classification that transformers registers for the architecture and whose main input we can
+generate; otherwise the base model, trained on a seeded random projection of every floating
+output to a scalar (a plain sum would have vanishing gradients after a final norm).
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import torch
+
+from . import tiny_config
+
+BATCH = 2
+SEQ = 8
+DEC_SEQ = 6
+AUDIO_SAMPLES = 3200
+
+
+class CaseUnsupported(Exception):
+    """The harness cannot generate inputs for this architecture (status input_unsupported)."""
+
+
+class TinyConfigError(Exception):
+    """No tiny configuration builds (status no_tiny_config)."""
+
+
+HEADS = (
+    ("seq2seq_lm", "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES"),
+    ("causal_lm", "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES"),
+    ("masked_lm", "MODEL_FOR_MASKED_LM_MAPPING_NAMES"),
+    ("sequence_classification", "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES"),
+    ("image_classification", "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES"),
+    ("audio_classification", "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES"),
+)
+MAIN_INPUTS = ("input_ids", "pixel_values", "input_values", "input_features", "pixel_values_videos",
+               "past_values", "inputs")
+# Vision towers of Qwen-VL-style models take flattened patches and each image's (t, h, w) grid.
+GRID = (1, 4, 4)
+HEAD_INPUT = {"seq2seq_lm": ("input_ids", "input_features"), "causal_lm": ("input_ids",),
+              "masked_lm": ("input_ids",), "sequence_classification": ("input_ids",),
+              "image_classification": ("pixel_values",),
+              "audio_classification": ("input_values", "input_features")}
+
+
+def architectures() -> list[str]:
+    """Every model type with a base model in transformers' MODEL_MAPPING_NAMES, sorted."""
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+    return sorted(MODEL_MAPPING_NAMES)
+
+
+def _class(name):
+    import transformers
+    if isinstance(name, (list, tuple)):
+        name = name[0]
+    return getattr(transformers, name, None)
+
+
+def candidates(model_type: str):
+    """(head, model class) pairs in order of preference, ending with the base model."""
+    import transformers.models.auto.modeling_auto as auto
+    out = []
+    for head, mapping in HEADS:
+        name = getattr(auto, mapping).get(model_type)
+        cls = _class(name) if name else None
+        if cls is not None:
+            out.append((head, cls))
+    base = _class(auto.MODEL_MAPPING_NAMES[model_type])
+    if base is not None:
+        out.append(("base", base))
+    return out
+
+
+def _params(fn):
+    try:
+        return inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return {}
+
+
+def _first(cfg, *names, default=None):
+    """An attribute of the config or of its first sub-config that has it."""
+    for name in names:
+        try:
+            v = getattr(cfg, name, None)
+        except Exception:  # noqa: BLE001 - per-layer attributes refuse a global read
+            v = None
+        if v is not None:
+            return v
+    for _, child in tiny_config._children(cfg):
+        v = _first(child, *names)
+        if v is not None:
+            return v
+    return default
+
+
+def _size(v):
+    if isinstance(v, (list, tuple)):
+        return int(v[0]), int(v[-1])
+    return int(v), int(v)
+
+
+@dataclasses.dataclass
+class Case:
+    model_type: str
+    head: str
+    cls_name: str
+    config: object
+    rung: int
+    inputs: dict
+
+    def build(self, seed: int = 0):
+        torch.manual_seed(seed)
+        cls = _class(self.cls_name)
+        return cls._from_config(tiny_config.clone(self.config)).train()
+
+    def parameter_count(self) -> int:
+        """Parameters of the model, counted on the meta device (no memory, no init)."""
+        with torch.device("meta"):
+            model = _class(self.cls_name)._from_config(tiny_config.clone(self.config))
+        return sum(p.numel() for p in model.parameters())
+
+
+def _token_ids(cfg, shape, g):
+    vocab = _first(cfg, "vocab_size", default=tiny_config.VOCAB)
+    hi = min(vocab, tiny_config.SPECIAL_BASE)
+    allowed = torch.tensor([i for i in range(hi) if i not in tiny_config.special_ids(cfg)])
+    if len(allowed) < 4:
+        raise CaseUnsupported(f"vocabulary of {vocab} leaves no ordinary token ids")
+    return allowed[torch.randint(0, len(allowed), shape, generator=g)]
+
+
+def has_second_layout(cls) -> bool:
+    """Whether a second input layout exists: (batch, channels, samples) waveforms, or text with images."""
+    main = getattr(cls, "main_input_name", "input_ids")
+    return main == "input_values" or (main == "input_ids" and "pixel_values" in _params(cls.forward))
+
+
+def _generate(name, cls, cfg, g, layout=0):
+    if name == "input_ids":
+        return _token_ids(cfg, (BATCH, SEQ), g)
+    if name == "pixel_values":
+        h, w = _size(_first(cfg, "image_size", "img_size", "input_size", default=32))
+        c = _first(cfg, "num_channels", "in_channels", "in_chans", default=3)
+        frames = vars(cfg).get("num_frames")
+        if isinstance(frames, int):
+            return torch.randn(BATCH, int(frames or 2), int(c), h, w, generator=g)  # video models
+        return torch.randn(BATCH, int(c), h, w, generator=g)
+    if name == "past_values":
+        # Time series: context plus the largest lag, one column per input channel.
+        context = _first(cfg, "context_length", default=None) or _first(cfg, "prediction_length", default=None) or 16
+        length = int(context) + max(_first(cfg, "lags_sequence", default=[0]) or [0])
+        if "num_input_channels" in vars(cfg):
+            return torch.randn(BATCH, length, int(cfg.num_input_channels), generator=g)
+        channels = int(_first(cfg, "input_size", default=1))
+        return torch.randn(BATCH, length, channels, generator=g) if channels > 1 else torch.randn(BATCH, length, generator=g)
+    if name == "inputs":
+        return torch.randn(BATCH, SEQ, int(_first(cfg, "d_model", "hidden_size", default=32)), generator=g)
+    if name == "pixel_values_videos":
+        h, w = _size(_first(cfg, "image_size", "img_size", default=32))
+        c = _first(cfg, "num_channels", "in_channels", default=3)
+        frames = _first(cfg, "num_frames", default=2)
+        return torch.randn(BATCH, int(frames), int(c), h, w, generator=g)
+    if name == "input_values":
+        # Waveforms: (batch, samples), or (batch, channels, samples) for codecs and some encoders.
+        channels = _first(cfg, "audio_channels", default=None)
+        if layout == 1 or isinstance(channels, int) and channels > 1:
+            return torch.randn(BATCH, int(channels or 1), AUDIO_SAMPLES, generator=g)
+        return torch.randn(BATCH, AUDIO_SAMPLES, generator=g)
+    mels = _first(cfg, "num_mel_bins", default=None)
+    src = _first(cfg, "max_source_positions", default=None)
+    per_channel = _first(cfg, "input_feat_per_channel", "feature_projection_input_dim", default=None)
+    if per_channel is not None:
+        return torch.randn(BATCH, 32, int(per_channel) * int(_first(cfg, "input_channels", default=1)), generator=g)
+    if mels is not None and src is not None:
+        return torch.randn(BATCH, int(mels), 2 * int(src), generator=g)
+    if mels is not None:
+        return torch.randn(BATCH, int(mels), 32, generator=g)
+    feat = _first(cfg, "feature_size", default=None)
+    if feat is None:
+        raise CaseUnsupported(f"{cls.__name__}: no feature size for input_features")
+    return torch.randn(BATCH, 32, int(feat), generator=g)
+
+
+def make_inputs(model_type, head, cls, cfg, g, layout=0) -> dict:
+    """Valid inputs for ``cls`` (with labels for a head); raises CaseUnsupported."""
+    params = _params(cls.forward)
+    main = getattr(cls, "main_input_name", "input_ids")
+    if main not in MAIN_INPUTS:
+        raise CaseUnsupported(f"main input {main!r} of {cls.__name__} has no generator")
+    if head != "base" and main not in HEAD_INPUT[head]:
+        raise CaseUnsupported(f"head {head} with main input {main}")
+    required = {n for n, p in params.items() if p.default is inspect.Parameter.empty}
+    x: dict = {}
+    for name in MAIN_INPUTS:
+        if name == main or (name in required and name in params):
+            x[name] = _generate(name, cls, cfg, g, layout)
+    if layout == 1 and main == "input_ids" and "pixel_values" in params and "pixel_values" not in x:
+        # Dual encoders (CLIP-like) need both modalities; this layout is tried when text alone fails.
+        x["pixel_values"] = _generate("pixel_values", cls, cfg, g)
+    if "grid_thw" in required:
+        c = _first(cfg, "in_channels", "num_channels", default=3)
+        feat = int(c) * int(_first(cfg, "temporal_patch_size", default=2)) * int(_first(cfg, "patch_size", default=14)) ** 2
+        grid = torch.tensor([GRID] * BATCH)
+        x["grid_thw"] = grid
+        patches = torch.randn(int(grid.prod(-1).sum()), feat, generator=g)
+        x["pixel_values" if "pixel_values" in required else "hidden_states"] = patches
+    if "past_values" in x:
+        pv = x["past_values"]
+        if "past_observed_mask" in params:
+            x["past_observed_mask"] = torch.ones_like(pv)
+        n_time = _first(cfg, "num_time_features", default=None)
+        if "past_time_features" in params and isinstance(n_time, int):
+            x["past_time_features"] = torch.randn(BATCH, pv.shape[1], n_time, generator=g)
+        if "future_values" in params and isinstance(vars(cfg).get("prediction_length"), int):
+            fut = int(cfg.prediction_length)
+            x["future_values"] = torch.randn(BATCH, fut, *pv.shape[2:], generator=g)
+            if "future_time_features" in params and isinstance(n_time, int):
+                x["future_time_features"] = torch.randn(BATCH, fut, n_time, generator=g)
+    if "input_ids" in x and "attention_mask" in params:
+        mask = torch.ones(BATCH, SEQ, dtype=torch.long)
+        mask[1, -2:] = 0  # a padded row: masks are not all ones
+        x["attention_mask"] = mask
+    enc_dec = bool(getattr(cfg, "is_encoder_decoder", False))
+    if head == "seq2seq_lm":
+        x["labels"] = _token_ids(cfg, (BATCH, DEC_SEQ), g)
+    elif head in ("causal_lm",):
+        x["labels"] = x["input_ids"].clone()
+    elif head == "masked_lm":
+        labels = x["input_ids"].clone()
+        labels[:, ::2] = -100
+        x["labels"] = labels
+    elif head.endswith("classification"):
+        x["labels"] = torch.randint(0, 3, (BATCH,), generator=g)
+    elif enc_dec and "decoder_input_ids" in params:
+        x["decoder_input_ids"] = _token_ids(cfg, (BATCH, DEC_SEQ), g)
+    missing = [n for n, p in params.items()
+               if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+               and n not in x and n != "self"]
+    if missing:
+        raise CaseUnsupported(f"{cls.__name__}.forward requires {', '.join(missing)}")
+    if "use_cache" in params:
+        x["use_cache"] = False
+    if "return_dict" in params:
+        x["return_dict"] = True
+    return x
+
+
+def _floating_outputs(value, out, seen):
+    if isinstance(value, torch.Tensor):
+        if value.is_floating_point() and value.requires_grad and id(value) not in seen:
+            seen.add(id(value))
+            out.append(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _floating_outputs(v, out, seen)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _floating_outputs(v, out, seen)
+    return out
+
+
+def loss_of(head, output):
+    """The training loss: the head's own loss, else a seeded random projection of every output."""
+    if head != "base":
+        loss = getattr(output, "loss", None)
+        if loss is None and isinstance(output, dict):
+            loss = output.get("loss")
+        if isinstance(loss, torch.Tensor):
+            return loss
+    tensors = _floating_outputs(dict(output) if isinstance(output, dict) else output, [], set())
+    if not tensors:
+        raise CaseUnsupported("the model returns no floating output that requires grad")
+    total = None
+    for i, t in enumerate(tensors):
+        g = torch.Generator().manual_seed(1000 + i)
+        proj = torch.randn(t.shape, generator=g).to(t.device)
+        term = (t.float() * proj).sum() / max(t.numel(), 1) ** 0.5
+        total = term if total is None else total + term
+    return total
+
+
+def to_device(inputs, device):
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}

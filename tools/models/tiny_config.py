@@ -1,0 +1,329 @@
+"""Tiny configurations built programmatically from an architecture's default config.
+
+The defaults of most configs describe a released checkpoint (billions of parameters). Sizes are
+shrunk by attribute name, recursively through sub-configs (text, vision, audio, encoder,
+decoder, backbone), in rungs from most to least aggressive: a rung that the model rejects at
+construction (or that the CPU run rejects) is followed by a gentler one.
+"""
+from __future__ import annotations
+
+import copy
+
+# Token ids of the shrunk vocabulary: ordinary tokens are drawn below SPECIAL_BASE, the special
+# ids of a config (pad, bos, image token, ...) that fell outside the vocabulary are moved above it.
+VOCAB = 128
+SPECIAL_BASE = 96
+MAX_PARAMS = 25_000_000
+
+LAYERS = {"num_hidden_layers", "num_layers", "n_layer", "n_layers", "encoder_layers", "decoder_layers",
+          "num_decoder_layers", "num_encoder_layers", "depth", "num_text_layers", "num_vision_layers",
+          "num_audio_layers", "num_decoder_blocks", "num_encoder_blocks", "text_num_layers", "num_blocks",
+          "num_self_attends_per_block"}
+HIDDEN = {"hidden_size", "emb_dim", "d_model", "n_embd", "embed_dim", "dim", "encoder_hidden_size", "decoder_hidden_size",
+          "word_embed_proj_dim", "projection_dim", "embedding_size", "text_hidden_size", "vision_hidden_size",
+          "out_hidden_size", "projector_hidden_size", "d_latents", "hidden_dim", "decoder_embed_dim"}
+HEADS = {"num_attention_heads", "n_head", "n_heads", "num_heads", "encoder_attention_heads",
+         "decoder_attention_heads", "decoder_num_attention_heads", "num_attention_heads_per_layer"}
+INTERMEDIATE = {"intermediate_size", "ffn_dim", "encoder_ffn_dim", "decoder_ffn_dim", "d_ff", "n_inner",
+                "decoder_intermediate_size", "ffn_hidden_size", "expert_ffn_hidden_size", "mlp_dim", "inner_dim"}
+SMALL_DIMS = {"moe_intermediate_size": 32, "shared_expert_intermediate_size": 32, "head_dim": 16,
+              "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "qk_head_dim": 16,
+              "kv_lora_rank": 16, "q_lora_rank": 16, "index_head_dim": 16, "index_n_heads": 2,
+              "linear_key_head_dim": 16, "linear_value_head_dim": 16, "linear_num_key_heads": 2,
+              "linear_num_value_heads": 2, "d_kv": 16, "num_experts": 4, "num_local_experts": 4,
+              "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "num_shared_experts": 1,
+              "n_group": 1, "topk_group": 1, "first_k_dense_replace": 1, "max_position_embeddings": 128,
+              "n_positions": 128, "max_source_positions": 32, "max_target_positions": 64,
+              "num_conv_pos_embeddings": 16, "num_conv_pos_embedding_groups": 2, "state_size": 8,
+              "mamba_d_state": 8, "time_step_rank": 8, "conv_kernel": 4, "expand": 2, "num_queries": 8,
+              "num_mel_bins": 16, "codebook_size": 32, "codebook_dim": 8, "num_codebooks": 2,
+              "max_2d_position_embeddings": 128, "max_window_layers": 2, "sliding_window": 64,
+              "classifier_proj_size": 16, "tdnn_dim": 16, "xvector_output_dim": 16, "num_labels": 3,
+              "index_topk": 4, "window_size": 4, "image_seq_length": 4, "num_image_tokens": 4, "mm_tokens_per_image": 4,
+              "rel_pos_bins": 8, "relative_attention_num_buckets": 8, "relative_attention_max_distance": 16,
+              "num_buckets": 8, "num_frames": 2, "bottleneck_size": 16, "num_filters": 16,
+              "linear_conv_kernel_dim": 4, "num_groups": 2, "n_positions_max": 128, "num_latents": 8, "d_state": 8,
+              "attention_window": 8, "block_size": 8, "chunk_size": 8,
+              "vocab_size_per_layer_input": VOCAB, "hidden_size_per_layer_input": 16, "context_length": 16,
+              "prediction_length": 4, "feature_projection_input_dim": 32}
+IMAGE = {"image_size": 32, "patch_size": 4, "vision_image_size": 32, "crop_size": 32, "img_size": 32}
+NOISE = ("mask_time_prob", "mask_feature_prob", "router_jitter_noise", "label_noise_ratio", "box_noise_scale",
+         "layerdrop", "encoder_layerdrop", "decoder_layerdrop", "drop_path_rate", "stochastic_depth_prob")
+# Random augmentations some models apply in train mode (DINOv3's RoPE coordinate jitter).
+AUGMENT = ("pos_embed_shift", "pos_embed_jitter", "pos_embed_rescale")
+LIST_LAYERS = ("blocks_per_stage", "depths", "num_layers_per_block", "encoder_depths", "decoder_depths", "block_repeats")
+LIST_PER_LAYER = ("layer_types", "mlp_layer_types", "attn_layer_types", "block_types", "layers_block_type",
+                  "hybrid_override_pattern")
+LIST_HIDDEN = ("embed_dim_per_stage", "hidden_sizes", "embed_dims", "neck_hidden_sizes", "dims", "embedding_dims", "channels")
+LIST_HEADS = ("num_attention_heads", "num_heads", "attention_heads", "num_attention_heads_per_stage")
+
+
+def _is_config(value) -> bool:
+    from transformers import PretrainedConfig
+    return isinstance(value, PretrainedConfig)
+
+
+def _children(cfg):
+    for name, value in list(vars(cfg).items()):
+        if _is_config(value):
+            yield name, value
+
+
+def _get(cfg, name):
+    # The instance's own attributes only: some configs raise on reading a per-layer value globally.
+    return vars(cfg).get(name)
+
+
+def _set(cfg, name, value):
+    try:
+        setattr(cfg, name, value)
+    except (AttributeError, TypeError):  # a read-only property of the config class
+        pass
+
+
+def _shrink_int(cfg, name, target):
+    value = _get(cfg, name)
+    if isinstance(value, int) and not isinstance(value, bool) and value > target:
+        _set(cfg, name, target)
+        return True
+    return False
+
+
+def _rescale_sections(sections, total):
+    """Integer sections with the same proportions, summing to ``total`` (each at least 1)."""
+    s = sum(sections)
+    out = [max(1, round(v * total / s)) for v in sections]
+    out[-1] += total - sum(out)
+    return out if out[-1] >= 1 else None
+
+
+def _fix_consistency(cfg):
+    # Sizes that other sizes determine: rotary sections of the head dimension, state-space heads.
+    hidden = _get(cfg, "hidden_size")
+    heads = _get(cfg, "num_attention_heads")
+    head_dim = _get(cfg, "head_dim") or (hidden // heads if isinstance(hidden, int) and isinstance(heads, int) and heads else None)
+    rope = _get(cfg, "rope_parameters") or _get(cfg, "rope_scaling")
+    if isinstance(rope, dict) and isinstance(head_dim, int):
+        factor = rope.get("partial_rotary_factor") or _get(cfg, "partial_rotary_factor") or 1.0
+        half_rotary = int(head_dim * factor) // 2
+        if "mrope_section" in getattr(type(cfg), "ignore_keys_at_rope_validation", ()) and "mrope_section" not in rope:
+            # The model's default sections are sized for the released head dimension.
+            rope["mrope_section"] = [16, 24, 24]
+        for key in ("mrope_section", "mrope_sections"):
+            sec = rope.get(key)
+            if isinstance(sec, list) and sec and all(isinstance(v, int) for v in sec) and sum(sec) > half_rotary:
+                new = _rescale_sections(sec, half_rotary)
+                if new:
+                    rope[key] = new
+    if "head_dim" in vars(cfg) and _get(cfg, "head_dim") is None and isinstance(hidden, int) and isinstance(heads, int) and heads:
+        _set(cfg, "head_dim", hidden // heads)  # some models read it without a fallback
+    if "vocab_size" in vars(cfg) and _get(cfg, "vocab_size") is None:
+        _set(cfg, "vocab_size", VOCAB)
+    expand = _get(cfg, "expand") or _get(cfg, "mamba_expand")
+    if isinstance(expand, int) and isinstance(hidden, int):
+        inner = expand * hidden
+        for nh, hd in (("num_heads", "head_dim"), ("mamba_n_heads", "mamba_d_head"), ("n_mamba_heads", "mamba_headdim")):
+            if isinstance(_get(cfg, nh), int) and isinstance(_get(cfg, hd), int):
+                _set(cfg, hd, 16)
+                _set(cfg, nh, max(1, inner // 16))
+        for name in ("n_groups", "mamba_n_groups"):
+            _shrink_int(cfg, name, 1)
+
+
+def _disable_dropout(cfg):
+    for name, value in list(vars(cfg).items()):
+        low = name.lower()
+        if isinstance(value, float) and ("dropout" in low or "pdrop" in low or "drop_prob" in low
+                                         or low in NOISE):
+            _set(cfg, name, 0.0)
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, float) for v in value) and (
+                "drop" in low):
+            _set(cfg, name, [0.0] * len(value))  # per-stage rates (CvT)
+    if isinstance(_get(cfg, "num_denoising"), int):
+        _set(cfg, "num_denoising", 0)
+    for name in AUGMENT:
+        if _get(cfg, name) is not None:
+            _set(cfg, name, None)
+
+
+def _shrink_lists(cfg, layers):
+    for name in LIST_LAYERS:
+        value = _get(cfg, name)
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) for v in value):
+            _set(cfg, name, [min(v, 1) for v in value])
+    suffixed = [n for n, v in vars(cfg).items() if isinstance(v, (list, tuple)) and n.lower().endswith(
+        ("_channels", "_sizes", "_dims", "hidden_dim", "embed_dim")) and n not in LIST_HIDDEN]
+    for name in (*LIST_HIDDEN, *suffixed):
+        value = _get(cfg, name)
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) for v in value):
+            _set(cfg, name, [min(v, 16 * 2 ** i) for i, v in enumerate(value)])
+    for name in LIST_HEADS:
+        value = _get(cfg, name)
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) for v in value):
+            _set(cfg, name, [min(v, 2) for v in value])
+    # Hierarchical vision models: the final width follows from the stage widths.
+    sizes = _get(cfg, "hidden_sizes")
+    if isinstance(sizes, list) and sizes and isinstance(_get(cfg, "hidden_size"), int):
+        _set(cfg, "hidden_size", sizes[-1])
+    depths = _get(cfg, "depths")
+    if isinstance(depths, list) and isinstance(_get(cfg, "embed_dim"), int) and isinstance(_get(cfg, "hidden_size"), int):
+        _set(cfg, "hidden_size", _get(cfg, "embed_dim") * 2 ** (len(depths) - 1))
+    blocks = _get(cfg, "blocks_per_stage")
+    if isinstance(blocks, list) and isinstance(_get(cfg, "global_attention_blocks"), list):
+        _set(cfg, "global_attention_blocks", [i for i in _get(cfg, "global_attention_blocks") if i < sum(blocks)] or [0])
+    for name in LIST_PER_LAYER:
+        value = _get(cfg, name)
+        if isinstance(value, (list, tuple)) and len(value) > layers:
+            # Keep one layer of each kind when there are several kinds (hybrid attention/SSM stacks).
+            kinds = list(dict.fromkeys(value))
+            _set(cfg, name, (kinds + list(value))[:max(layers, len(kinds))] if len(kinds) > 1 else list(value[:layers]))
+        elif isinstance(value, str) and len(value) > layers:
+            _set(cfg, name, value[:layers])
+
+
+def _fix_layer_lists(cfg):
+    # Lists indexed by layer must not exceed the new layer count.
+    n = _get(cfg, "num_hidden_layers")
+    if not isinstance(n, int):
+        return
+    for name in LIST_PER_LAYER:
+        value = _get(cfg, name)
+        if isinstance(value, (list, tuple)) and len(value) != n and len(value) > 0:
+            if len(value) > n:
+                _set(cfg, name, list(value[:n]) if isinstance(value, list) else value[:n])
+            else:
+                _set(cfg, "num_hidden_layers", len(value))
+    for name in ("mlp_only_layers",):
+        value = _get(cfg, name)
+        if isinstance(value, list):
+            _set(cfg, name, [i for i in value if i < n])
+
+
+SIZE_SUFFIXES = ("_size", "_dim", "_dims", "_channels", "emb_dim")
+NOT_SIZES = ("vocab", "position", "max_", "image", "patch", "kernel", "window", "chunk", "batch", "sample",
+             "frame", "stride", "bucket", "codebook", "num_", "label", "n_", "length", "segment", "crop")
+
+
+def _shrink_by_suffix(cfg):
+    # Widths the named lists miss (per-model names such as emb_dim or expert_ffn_hidden_size):
+    # model widths to 32, feed-forward widths to 64.
+    for name, value in list(vars(cfg).items()):
+        low = name.lower()
+        if not (isinstance(value, int) and not isinstance(value, bool) and value > 64):
+            continue
+        if not low.endswith(SIZE_SUFFIXES) or any(k in low for k in NOT_SIZES):
+            continue
+        wide = any(k in low for k in ("ffn", "intermediate", "inner", "mlp", "expert"))
+        _set(cfg, name, 64 if wide else 32)
+
+
+def shrink(cfg, rung: int):
+    """Shrinks ``cfg`` in place; rung 0 shrinks everything, 1 leaves lists and image sizes, 2 only layers."""
+    _disable_dropout(cfg)
+    layers = 2
+    for name in LAYERS:
+        _shrink_int(cfg, name, layers)
+    if rung <= 1:
+        heads_before = _get(cfg, "num_attention_heads")
+        kv_before = _get(cfg, "num_key_value_heads")
+        for name in HIDDEN:
+            _shrink_int(cfg, name, 32)
+        for name in HEADS:
+            _shrink_int(cfg, name, 2)
+        if isinstance(kv_before, int) and isinstance(heads_before, int):
+            # Keep grouped-query attention grouped and multi-head attention multi-head.
+            _set(cfg, "num_key_value_heads", 1 if kv_before < heads_before else _get(cfg, "num_attention_heads") or 2)
+        for name in INTERMEDIATE:
+            _shrink_int(cfg, name, 64)
+        for name, target in SMALL_DIMS.items():
+            _shrink_int(cfg, name, target)
+        _shrink_int(cfg, "vocab_size", VOCAB)
+        _fix_consistency(cfg)
+    if rung == 0:
+        _shrink_by_suffix(cfg)
+        for name, target in IMAGE.items():
+            value = _get(cfg, name)
+            if isinstance(value, (list, tuple)) and len(value) == 2 and all(isinstance(v, int) for v in value):
+                _set(cfg, name, [min(v, target) for v in value])
+            else:
+                _shrink_int(cfg, name, target)
+        _shrink_lists(cfg, layers)
+        depths, window, patch = _get(cfg, "depths"), _get(cfg, "window_size"), _get(cfg, "patch_size")
+        if isinstance(depths, list) and isinstance(window, int) and isinstance(patch, int) and "image_size" in vars(cfg):
+            # Windowed attention (Swin): every stage's resolution a multiple of the window.
+            _set(cfg, "image_size", patch * window * 2 ** (len(depths) - 1))
+    _fix_layer_lists(cfg)
+    for _, child in _children(cfg):
+        shrink(child, rung)
+    return cfg
+
+
+def special_ids(cfg) -> set[int]:
+    """Every token id a config (or its sub-configs) gives a special meaning."""
+    ids = set()
+    for name, value in vars(cfg).items():
+        if name.endswith(("_token_id", "_token_index", "_token_ids")) or name in ("pad_token_id", "bos_token_id"):
+            for v in (value if isinstance(value, (list, tuple)) else [value]):
+                if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+                    ids.add(v)
+    for _, child in _children(cfg):
+        ids |= special_ids(child)
+    return ids
+
+
+def _remap_special(cfg, mapping, vocab):
+    for name, value in list(vars(cfg).items()):
+        if not (name.endswith(("_token_id", "_token_index", "_token_ids"))):
+            continue
+        if isinstance(value, int) and not isinstance(value, bool) and value >= vocab:
+            _set(cfg, name, mapping.setdefault(value, SPECIAL_BASE + len(mapping)))
+        elif isinstance(value, list) and all(isinstance(v, int) for v in value):
+            _set(cfg, name, [mapping.setdefault(v, SPECIAL_BASE + len(mapping)) if v >= vocab else v for v in value])
+    for _, child in _children(cfg):
+        _remap_special(child, mapping, vocab)
+
+
+def _vocab(cfg):
+    v = _get(cfg, "vocab_size")
+    if isinstance(v, int):
+        return v
+    for _, child in _children(cfg):
+        v = _vocab(child)
+        if v is not None:
+            return v
+    return None
+
+
+def tiny_config(model_type: str, rung: int = 0):
+    from transformers import AutoConfig
+    cfg = AutoConfig.for_model(model_type)
+    if "prediction_length" in vars(cfg) and cfg.prediction_length is None:
+        # Time-series configs derive their context and feature sizes from it at construction.
+        cfg = AutoConfig.for_model(model_type, prediction_length=4, context_length=8)
+    cfg = shrink(cfg, rung)
+    vocab = _vocab(cfg)
+    if vocab is not None and vocab <= VOCAB:
+        mapping = {}
+        _remap_special(cfg, mapping, vocab)
+    if getattr(cfg, "is_encoder_decoder", False) and _get(cfg, "decoder_start_token_id") is None:
+        _set(cfg, "decoder_start_token_id", _get(cfg, "pad_token_id") if isinstance(_get(cfg, "pad_token_id"), int) else 0)
+    if _get(cfg, "use_timm_backbone"):
+        # DETR-style models default to a timm backbone; transformers' own ResNet backbone needs no timm.
+        _set(cfg, "use_timm_backbone", False)
+        _set(cfg, "use_pretrained_backbone", False)
+    # Three classes for the classification heads (the labels the inputs draw).
+    _set(cfg, "num_labels", 3)
+    return cfg
+
+
+RUNGS = (0, 1, 2)
+
+
+def describe(cfg) -> dict:
+    """The shrunk sizes, for the dashboard."""
+    keys = ("num_hidden_layers", "hidden_size", "d_model", "num_attention_heads", "intermediate_size", "vocab_size")
+    return {k: _get(cfg, k) for k in keys if isinstance(_get(cfg, k), int)}
+
+
+def clone(cfg):
+    return copy.deepcopy(cfg)
