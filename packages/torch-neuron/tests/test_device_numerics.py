@@ -176,7 +176,11 @@ def _executed_names(op):
 
 def test_every_table_op_is_checked_or_listed_as_not_reached():
     table = neuron_kernels.table()
-    assert set(CASES) == {op for op, e in table.items() if e.columns["dispatched"] is True}
+    # rows bound by the generated families' binders are checked in test_native_families.py
+    from torch_neuron.native.families import FAMILY_BINDERS
+    families = {op for op, e in table.items() if e.columns["binder"] in FAMILY_BINDERS
+                or op in ("aten::sum", "aten::mean", "aten::max", "aten::min")}
+    assert set(CASES) | families == {op for op, e in table.items() if e.columns["dispatched"] is True}
     assert set(NOT_REACHED) == {op for op, e in table.items() if e.columns["dispatched"] is not True}
 
 

@@ -48,6 +48,7 @@ class Call:
 
     def __init__(self, op: str, entry, dtype: str, args: list, results=None, live=None):
         self.entry = entry
+        self.op = op
         self.kind = entry.aten[len("aten::"):].partition(".")[0]
         self.torch_dtype = torch_dtype(dtype)
         sch = schema(op)
@@ -57,7 +58,8 @@ class Call:
         self.results = results
         outs = [a.name for a in sch.arguments if a.is_out]
         first_out = self.a.get(outs[0]) if outs else None
-        if isinstance(first_out, torch.Tensor) and first_out.dtype != self.torch_dtype:
+        if isinstance(first_out, torch.Tensor) and first_out.dtype != self.torch_dtype and \
+                entry.columns.get("binder") not in FAMILY_BINDERS:   # families take torch's result dtype
             raise NotCovered(f"out= tensor '{outs[0]}' is {first_out.dtype}; the kernel writes {self.torch_dtype}")
 
     def __getitem__(self, name):
@@ -70,14 +72,14 @@ class Call:
             return None
         return self.operand(t, name, ndim, dtype)
 
-    def operand(self, t, name, ndim=None, dtype=None):
+    def operand(self, t, name, ndim=None, dtype=None, scalar_ok=False):
         if not isinstance(t, torch.Tensor):
             raise NotCovered(f"argument '{name}' is not a tensor")
         want = dtype or self.torch_dtype
         if t.dtype not in (want if isinstance(want, tuple) else (want,)):
             raise NotCovered(f"'{name}' is {t.dtype}, the call's kernel dtype is {want}: "
                              "no type promotion in the kernel")
-        if t.dim() == 0:
+        if t.dim() == 0 and not scalar_ok:
             raise NotCovered(f"'{name}' is 0-dim; the tile kernels take tensors with at least one dimension")
         if ndim is not None and t.dim() not in (ndim if isinstance(ndim, tuple) else (ndim,)):
             raise NotCovered(f"'{name}' is {t.dim()}-D ({tuple(t.shape)}); the kernel takes {ndim}-D")
@@ -170,6 +172,10 @@ def _binary(c):
     if _rank(a) == 0 or _rank(b) == 0:
         # A number (wrapped, or a 0-dim tensor): the scalar form of the kernel.
         form = c.entry.columns.get("scalar_form")
+        if form is not None and _rank(a) == 0 and _rank(b) == 0 and isinstance(a, torch.Tensor):
+            # 0-dim tensor op number (e.g. clip_grad_norm_'s total_norm + eps): self is the operand
+            x = c.operand(a, "self", scalar_ok=True)
+            return [c.launch((x,), {"other": _scalar_of(b, SCALAR_OPERANDS[form["operand"]])}, entry=form["entry"])]
         if form is None or (_rank(a) == 0 and _rank(b) == 0):
             raise NotCovered("0-dim operands; the tile kernels take tensors with at least one dimension")
         if _rank(a) == 0:
@@ -192,11 +198,11 @@ def _bind_scalar(c):
     other = c["other"]
     if isinstance(other, complex):
         raise NotCovered(f"complex scalar {other!r}")
-    return [c.launch((c.tensor("self"),), {"other": float(other)})]
+    return [c.launch((c.operand(c["self"], "self", scalar_ok=True),), {"other": float(other)})]
 
 
 def _bind_unary(c):
-    return [c.launch((c.tensor("self"),))]
+    return [c.launch((c.operand(c["self"], "self", scalar_ok=True),))]
 
 
 def _bind_gelu(c):
@@ -205,32 +211,26 @@ def _bind_gelu(c):
 
 
 def _bind_act_backward(c):
+    attrs = {}
     if "approximate" in c.a:
-        c.require("approximate", "none")
+        attrs["approximate"] = c.require("approximate", "none", "tanh")
     g, x = c.tensor("grad_output"), c.tensor("self")
     if g.shape != x.shape:
         raise NotCovered(f"grad_output {tuple(g.shape)} and self {tuple(x.shape)} differ in shape")
-    return [c.launch((g, x))]
-
-
-def _one_dim(c, x):
-    dim = c["dim"]
-    dims = [] if dim is None else ([dim] if isinstance(dim, int) else list(dim))
-    if not dims and x.dim() == 1:
-        dims = [0]     # the full reduction of a 1-D tensor is the reduction over its dim
-    if len(dims) != 1:
-        raise NotCovered(f"dim={dim!r}; the kernel reduces over exactly one dimension")
-    return dims[0]
+    return [c.launch((g, x), attrs)]
 
 
 def _bind_reduction(c):
+    """Reductions over any set of dims (absent or empty dim: all of them), keepdim or not."""
     want = c.a.get("dtype")
     if isinstance(want, int):
         want = dtype_of_code(want)
     if want is not None and want != c.torch_dtype:
         raise NotCovered(f"dtype={want} (a conversion); the kernel reduces in the input's dtype")
-    x = c.tensor("self")
-    return [c.launch((x,), {"dim": _one_dim(c, x), "keepdim": bool(c["keepdim"])})]
+    x = c.operand(c["self"], "self", scalar_ok=True)
+    dim = c.a.get("dim")
+    dims = () if dim is None else ((dim,) if isinstance(dim, int) else tuple(dim))
+    return [c.launch((x,), {"dim": dims, "keepdim": bool(c.a.get("keepdim", False))})]
 
 
 def _bind_softmax(c):
@@ -416,5 +416,15 @@ def tensor_shapes(values) -> tuple:
 
 
 def unwrap(t):
-    """The tensor of an operand (AsFloat and Checked wrap one)."""
-    return t.t if isinstance(t, (AsFloat, Checked)) else t
+    """The tensor of an operand (AsFloat, AsWords and Checked wrap one)."""
+    return t.t if isinstance(t, (AsFloat, AsWords, Checked)) else t
+
+
+def operand_shape(t) -> tuple:
+    """The shape a kernel operand is traced with (an AsWords operand's int32 words)."""
+    return AsWords.shape_of(t.t) if isinstance(t, AsWords) else tuple(unwrap(t).shape)
+
+
+from .families import FAMILY_BINDERS, AsWords  # noqa: E402 - the families build on Call and Launch above
+
+BINDERS.update(FAMILY_BINDERS)

@@ -1,0 +1,331 @@
+# Copyright 2026 The torch-neuron authors
+# SPDX-License-Identifier: Apache-2.0
+"""The op table's generated kernel families through public torch APIs on ``neuron``, in
+device-numerics mode (values from the tile kernels in the ISA simulator) against CPU, at a
+ragged and a 128-aligned shape, in every float dtype a row claims (and bool where it claims
+bool): elementwise expressions with type promotion, comparisons, where/masked_fill, foreach
+lists (one launch per list), norms, data movement, losses and backward passes."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+import torch_neuron
+from torch_neuron.native.install import executed_as
+
+neuron_kernels = pytest.importorskip("neuron_kernels")
+
+pytestmark = pytest.mark.timeout(600)
+
+DEV = torch.device("neuron", 0)
+FLOATS = [torch.float32, torch.bfloat16, torch.float16]
+TOL = {torch.float32: {"rtol": 2e-4, "atol": 2e-4}, torch.bfloat16: {"rtol": 3e-2, "atol": 3e-2},
+       torch.float16: {"rtol": 4e-3, "atol": 4e-3}}
+SHAPES = [(130, 70), (2, 128)]
+
+
+@pytest.fixture
+def numerics():
+    torch_neuron.set_device_numerics(True)
+    torch_neuron.clear_device_numerics_stats()
+    torch_neuron.clear_op_tracking()
+    try:
+        yield
+    finally:
+        torch_neuron.set_device_numerics(False)
+
+
+def _rand(shape, dtype, seed, kind="f"):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g)
+    if kind == "p":
+        x = x.abs() + 0.5
+    if kind == "b":
+        return x > 0
+    if kind == "u":       # away from comparison ties after rounding
+        x = torch.round(x * 4) / 4
+    return x.to(dtype)
+
+
+# op -> (function, input kinds): f normal, p positive, b bool, r row-shaped normal (broadcast)
+POINTWISE = {
+    "aten::sin": (torch.sin, "f"), "aten::cos": (torch.cos, "f"), "aten::erf": (torch.erf, "f"),
+    "aten::sign": (torch.sign, "f"), "aten::tan": (lambda a: torch.tan(a * 0.5), "f"),
+    "aten::pow.Tensor_Scalar": (lambda a: a ** 2.5, "p"),
+    "aten::pow.Tensor_Tensor": (torch.pow, "pp"),
+    "aten::clamp": (lambda a: a.clamp(-0.5, 0.7), "f"),
+    "aten::clamp.Tensor": (lambda a, lo: a.clamp(min=lo), "fr"),
+    "aten::clamp_min": (lambda a: a.clamp_min(0.1), "f"),
+    "aten::clamp_max": (lambda a: a.clamp_max(0.1), "f"),
+    "aten::eq.Tensor": (torch.eq, "uu"), "aten::ne.Tensor": (torch.ne, "uu"), "aten::lt.Tensor": (torch.lt, "ur"),
+    "aten::le.Tensor": (torch.le, "uu"), "aten::gt.Tensor": (torch.gt, "uu"), "aten::ge.Tensor": (torch.ge, "uu"),
+    "aten::eq.Scalar": (lambda a: a == 0.25, "u"), "aten::ne.Scalar": (lambda a: a != 0.25, "u"),
+    "aten::lt.Scalar": (lambda a: a < 0.25, "u"), "aten::le.Scalar": (lambda a: a <= 0.25, "u"),
+    "aten::gt.Scalar": (lambda a: a > 0.25, "u"), "aten::ge.Scalar": (lambda a: a >= 0.25, "u"),
+    "aten::logical_and": (torch.logical_and, "bb"), "aten::logical_or": (torch.logical_or, "bb"),
+    "aten::logical_not": (torch.logical_not, "b"), "aten::logical_xor": (torch.logical_xor, "bb"),
+    "aten::bitwise_and.Tensor": (lambda a, b: a & b, "bb"), "aten::bitwise_or.Tensor": (lambda a, b: a | b, "bb"),
+    "aten::where.self": (torch.where, "bff"),
+    "aten::masked_fill.Scalar": (lambda a, m: a.masked_fill(m, float("-inf")), "fb"),
+    "aten::masked_fill.Tensor": (lambda a, m: a.masked_fill(m, torch.tensor(-2.5)), "fb"),
+    "aten::lerp.Scalar": (lambda a, b: torch.lerp(a, b, 0.3), "ff"),
+    "aten::lerp.Tensor": (torch.lerp, "fff"),
+    "aten::addcmul": (lambda a, b, c: torch.addcmul(a, b, c, value=0.5), "ffr"),
+    "aten::addcdiv": (lambda a, b, c: torch.addcdiv(a, b, c, value=-0.5), "ffp"),
+    "aten::rsub.Scalar": (lambda a: 1.5 - a, "f"),
+    "aten::rsub.Tensor": (lambda a, b: torch.rsub(a, b, alpha=2), "ff"),
+    "aten::threshold_backward": (lambda g, x: torch.ops.aten.threshold_backward(g, x, 0.0), "ff"),
+    "aten::tanh_backward": (lambda g, y: torch.ops.aten.tanh_backward(g, y), "ff"),
+    "aten::sigmoid_backward": (lambda g, y: torch.ops.aten.sigmoid_backward(g, y), "ff"),
+    "aten::leaky_relu": (lambda a: F.leaky_relu(a, 0.05), "f"),
+    "aten::leaky_relu_backward": (lambda g, x: torch.ops.aten.leaky_relu_backward(g, x, 0.05, False), "ff"),
+    "aten::hardtanh": (lambda a: F.hardtanh(a, -0.5, 0.5), "f"),
+}
+
+
+def _inputs(kinds, shape, dtype):
+    out = []
+    for i, k in enumerate(kinds):
+        if k == "r":
+            out.append(_rand((shape[-1],), dtype, 10 + i))
+        elif k == "b":
+            out.append(_rand(shape, dtype, 10 + i, "b"))
+        else:
+            out.append(_rand(shape, dtype, 10 + i, k))
+    return out
+
+
+def _dtypes(op):
+    claimed = neuron_kernels.table()[op].dtypes
+    return [torch.bool] if claimed == ("bool",) else [d for d in FLOATS if str(d)[6:] in claimed]
+
+
+def _check_native(op, dt):
+    stats = torch_neuron.device_numerics_stats()
+    assert stats.get((op, dt), 0) >= 1, (op, dt, stats)
+    names = executed_as(neuron_kernels.table()[op])
+    counts = torch_neuron.get_executed_ops()
+    bad = {o: c for o, c in counts.items() if o in names and c["fallback"]}
+    assert not bad, bad
+
+
+def _close(got, want, dtype):
+    assert got.device.type == "neuron" and got.dtype == want.dtype and got.shape == want.shape, (got, want)
+    if want.dtype == torch.bool:
+        assert torch.equal(got.cpu(), want)
+    else:
+        torch.testing.assert_close(got.cpu().float(), want.float(), **TOL.get(dtype, TOL[torch.float32]))
+
+
+POINTWISE_CASES = [(op, d) for op in sorted(POINTWISE) for d in _dtypes(op)]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("op,dtype", POINTWISE_CASES, ids=lambda v: str(v).replace("torch.", ""))
+def test_pointwise_family(op, dtype, shape, numerics):
+    fn, kinds = POINTWISE[op]
+    inputs = _inputs(kinds, shape, dtype if dtype != torch.bool else torch.float32)
+    want = fn(*inputs)
+    if dtype in (torch.bfloat16, torch.float16) and want.dtype == dtype:
+        want = fn(*[t.float() if t.dtype == dtype else t for t in inputs]).to(dtype)
+    torch_neuron.clear_device_numerics_stats()
+    torch_neuron.clear_op_tracking()
+    got = fn(*[t.to(DEV) for t in inputs])
+    _close(got, want, dtype)
+    _check_native(op, str(inputs[0].dtype)[6:])
+
+
+def test_type_promotion_and_in_place_and_out_forms(numerics):
+    a = _rand((130, 70), torch.bfloat16, 1)
+    b = _rand((130, 70), torch.float32, 2)
+    got = torch.lerp(a.float().to(DEV), b.to(DEV), 0.25)            # fp32 result
+    torch.testing.assert_close(got.cpu(), torch.lerp(a.float(), b, 0.25), rtol=1e-5, atol=1e-5)
+    got = torch.gt(a.to(DEV), b.to(DEV))                              # bf16 vs fp32 compared in fp32
+    assert torch.equal(got.cpu(), torch.gt(a, b))
+    x = b.to(DEV)
+    x.clamp_(-0.1, 0.1)                                               # in place
+    torch.testing.assert_close(x.cpu(), b.clamp(-0.1, 0.1))
+    out = torch.empty(130, 70, dtype=torch.bool, device=DEV)
+    torch.ge(b.to(DEV), 0.0, out=out)
+    assert torch.equal(out.cpu(), b >= 0.0)
+    ops = torch_neuron.get_executed_ops()
+    for name in ("aten::lerp.Scalar", "aten::gt.Tensor", "aten::clamp_", "aten::ge.Scalar_out"):
+        assert ops[name]["native"] >= 1 and not ops[name]["fallback"], (name, ops)
+
+
+# -- foreach lists -----------------------------------------------------------------------------
+def _lists(shape, dtype, n, kind="f"):
+    shapes = [shape, (7,), (shape[-1],)]
+    return [[_rand(s, dtype, 30 + 3 * j + i, kind) for i, s in enumerate(shapes)] for j in range(n)]
+
+
+FOREACH = {
+    "aten::_foreach_add.Scalar": (lambda a: torch._foreach_add(a, 0.5), "f"),
+    "aten::_foreach_add.List": (lambda a, b: torch._foreach_add(a, b, alpha=-0.5), "ff"),
+    "aten::_foreach_add.ScalarList": (lambda a: torch._foreach_add(a, [0.5, -1.0, 2.0]), "f"),
+    "aten::_foreach_add.Tensor": (lambda a: torch._foreach_add(a, torch.tensor(0.25, device=a[0].device),
+                                                               alpha=2.0), "f"),
+    "aten::_foreach_sub.Scalar": (lambda a: torch._foreach_sub(a, 0.5), "f"),
+    "aten::_foreach_sub.List": (lambda a, b: torch._foreach_sub(a, b, alpha=0.5), "ff"),
+    "aten::_foreach_sub.ScalarList": (lambda a: torch._foreach_sub(a, [0.5, -1.0, 2.0]), "f"),
+    "aten::_foreach_mul.Scalar": (lambda a: torch._foreach_mul(a, 0.5), "f"),
+    "aten::_foreach_mul.List": (torch._foreach_mul, "ff"),
+    "aten::_foreach_mul.ScalarList": (lambda a: torch._foreach_mul(a, [0.5, -1.0, 2.0]), "f"),
+    "aten::_foreach_mul.Tensor": (lambda a: torch._foreach_mul(a, torch.tensor(0.3, device=a[0].device)), "f"),
+    "aten::_foreach_div.Scalar": (lambda a: torch._foreach_div(a, 0.5), "f"),
+    "aten::_foreach_div.List": (torch._foreach_div, "fp"),
+    "aten::_foreach_div.ScalarList": (lambda a: torch._foreach_div(a, [0.5, -1.0, 2.0]), "f"),
+    "aten::_foreach_div.Tensor": (lambda a: torch._foreach_div(a, torch.tensor(0.3, device=a[0].device)), "f"),
+    "aten::_foreach_maximum.Scalar": (lambda a: torch._foreach_maximum(a, 0.1), "f"),
+    "aten::_foreach_maximum.List": (torch._foreach_maximum, "ff"),
+    "aten::_foreach_minimum.Scalar": (lambda a: torch._foreach_minimum(a, 0.1), "f"),
+    "aten::_foreach_minimum.List": (torch._foreach_minimum, "ff"),
+    "aten::_foreach_clamp_min.Scalar": (lambda a: torch._foreach_clamp_min(a, 0.1), "f"),
+    "aten::_foreach_clamp_min.List": (torch._foreach_clamp_min, "ff"),
+    "aten::_foreach_clamp_max.Scalar": (lambda a: torch._foreach_clamp_max(a, 0.1), "f"),
+    "aten::_foreach_clamp_max.List": (torch._foreach_clamp_max, "ff"),
+    "aten::_foreach_addcmul.Scalar": (lambda a, b, c: torch._foreach_addcmul(a, b, c, value=0.5), "fff"),
+    "aten::_foreach_addcmul.ScalarList": (lambda a, b, c: torch._foreach_addcmul(a, b, c, [0.5, 1.0, -2.0]), "fff"),
+    "aten::_foreach_addcdiv.Scalar": (lambda a, b, c: torch._foreach_addcdiv(a, b, c, value=0.5), "ffp"),
+    "aten::_foreach_addcdiv.ScalarList": (lambda a, b, c: torch._foreach_addcdiv(a, b, c, [0.5, 1.0, -2.0]), "ffp"),
+    "aten::_foreach_lerp.Scalar": (lambda a, b: torch._foreach_lerp(a, b, 0.1), "ff"),
+    "aten::_foreach_lerp.List": (torch._foreach_lerp, "fff"),
+    "aten::_foreach_sqrt": (torch._foreach_sqrt, "p"), "aten::_foreach_exp": (torch._foreach_exp, "f"),
+    "aten::_foreach_neg": (torch._foreach_neg, "f"), "aten::_foreach_abs": (torch._foreach_abs, "f"),
+    "aten::_foreach_reciprocal": (torch._foreach_reciprocal, "p"),
+    "aten::_foreach_sigmoid": (torch._foreach_sigmoid, "f"), "aten::_foreach_tanh": (torch._foreach_tanh, "f"),
+    "aten::_foreach_log": (torch._foreach_log, "p"), "aten::_foreach_sign": (torch._foreach_sign, "f"),
+    "aten::_foreach_sin": (torch._foreach_sin, "f"), "aten::_foreach_cos": (torch._foreach_cos, "f"),
+    "aten::_foreach_rsqrt": (torch._foreach_rsqrt, "p"),
+    "aten::_foreach_norm.Scalar": (lambda a: torch._foreach_norm(a, 2), "f"),
+}
+FOREACH_CASES = [(op, d) for op in sorted(FOREACH) for d in _dtypes(op)]
+
+
+def _foreach_inputs(kinds, shape, dtype):
+    return [_lists(shape, dtype, 1, k)[0] for k in kinds]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("op,dtype", FOREACH_CASES, ids=lambda v: str(v).replace("torch.", ""))
+def test_foreach_family_is_one_launch_per_list(op, dtype, shape, numerics):
+    fn, kinds = FOREACH[op]
+    inputs = _foreach_inputs(kinds, shape, dtype)
+    want = fn(*[[t.float() for t in ls] for ls in inputs])
+    got = fn(*[[t.to(DEV) for t in ls] for ls in inputs])
+    for g, w in zip(got, want):
+        _close(g, w.to(dtype), dtype)
+    assert torch_neuron.device_numerics_stats().get((op, str(dtype)[6:])) == 1   # one launch for the list
+    _check_native(op, str(dtype)[6:])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_default_adamw_and_clip_grad_norm_run_native(dtype, numerics):
+    torch.manual_seed(0)
+    cpu = torch.nn.Sequential(torch.nn.Linear(70, 130), torch.nn.Linear(130, 3)).to(dtype)
+    dev = torch.nn.Sequential(torch.nn.Linear(70, 130), torch.nn.Linear(130, 3)).to(dtype)
+    dev.load_state_dict(cpu.state_dict())
+    dev.to(DEV)
+    opts = [torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1) for m in (cpu, dev)]
+    for _ in range(2):
+        for m, opt in zip((cpu, dev), opts):
+            x = torch.randn(5, 70, generator=torch.Generator().manual_seed(1)).to(dtype)
+            loss = m(x.to(next(m.parameters()).device)).float().pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+            opt.step()
+    for a, b in zip(cpu.parameters(), dev.parameters()):
+        torch.testing.assert_close(b.detach().cpu().float(), a.detach().float(), **TOL[dtype])
+    ops = torch_neuron.get_executed_ops()
+    foreach = {o: c for o, c in ops.items() if "_foreach_" in o}
+    assert foreach and all(c["native"] and not c["fallback"] for c in foreach.values()), foreach
+
+
+# -- movement, losses, backward passes -----------------------------------------------------------
+def _grad(f, *xs):
+    xs = [x.detach().requires_grad_() for x in xs]
+    f(*xs).backward(torch.ones_like(f(*xs)))
+    return tuple(x.grad for x in xs)
+
+
+OTHER = {
+    "aten::_foreach_norm.Scalar": None,
+    "aten::linalg_vector_norm": (lambda a: torch.linalg.vector_norm(a), "f"),
+    "aten::cat": (lambda a, b: torch.cat([a, b, a], dim=1), "ff"),
+    "aten::stack": (lambda a, b: torch.stack([a, b], dim=0), "ff"),
+    "aten::fill_.Scalar": (lambda a: a.clone().fill_(2.5), "f"),
+    "aten::fill_.Tensor": (lambda a: a.clone().fill_(torch.tensor(-1.5)), "f"),
+    "aten::zero_": (lambda a: a.clone().zero_(), "f"),
+    "aten::index_select": (lambda a: a.index_select(0, torch.tensor([3, 0, 1, 1], device=a.device)), "f"),
+    "aten::nll_loss_forward": (lambda a: F.nll_loss(a.log_softmax(-1), torch.arange(a.shape[0], device=a.device)
+                                                    % a.shape[1], ignore_index=1), "f"),
+    "aten::nll_loss_backward": (lambda a: _grad(lambda x: F.nll_loss(x, torch.arange(x.shape[0], device=x.device)
+                                                                    % x.shape[1], reduction="sum"), a)[0], "f"),
+    "aten::_softmax_backward_data": (lambda a, g: torch.ops.aten._softmax_backward_data(g, a.softmax(0), 0, a.dtype),
+                                     "ff"),
+    "aten::_log_softmax_backward_data": (
+        lambda a, g: torch.ops.aten._log_softmax_backward_data(g, a.log_softmax(-1), -1, a.dtype), "ff"),
+    "aten::embedding_dense_backward": (
+        lambda g: torch.ops.aten.embedding_dense_backward(
+            g, torch.arange(g.shape[0], device=g.device) % 37, 40, 2, False), "f"),
+    "aten::sum": (lambda a: a.sum(), "f"), "aten::mean": (lambda a: a.mean(), "f"),
+    "aten::max": (lambda a: a.max(), "f"), "aten::min": (lambda a: a.min(), "f"),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("op,dtype", [(op, d) for op in sorted(OTHER) if OTHER[op] for d in _dtypes(op)],
+                         ids=lambda v: str(v).replace("torch.", ""))
+def test_movement_losses_and_backwards(op, dtype, shape, numerics):
+    fn, kinds = OTHER[op]
+    inputs = _inputs(kinds, shape, dtype)
+    want = fn(*[t.float() for t in inputs]).to(dtype)
+    torch_neuron.clear_device_numerics_stats()
+    torch_neuron.clear_op_tracking()
+    got = fn(*[t.to(DEV) for t in inputs])
+    _close(got, want, dtype)
+    _check_native(op, str(dtype)[6:])
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool, torch.float64, torch.uint8], ids=str)
+def test_data_movement_of_every_width_is_bit_exact(dtype, numerics):
+    g = torch.Generator().manual_seed(3)
+    if dtype == torch.int64:
+        a = torch.randint(-2 ** 62, 2 ** 62, (130, 7), generator=g, dtype=dtype)
+    elif dtype == torch.float64:
+        a = torch.randn(130, 7, generator=g, dtype=dtype)
+    else:
+        a = torch.randint(0, 2, (130, 7), generator=g).to(dtype)
+    b = a.flip(0).contiguous()
+    for fn, op in ((lambda x, y: torch.cat([x, y], 0), "aten::cat"), (lambda x, y: torch.cat([x, y], 1), "aten::cat"),
+                   (lambda x, y: torch.stack([x, y], 1), "aten::stack"), (lambda x, y: x.clone().zero_(), "aten::zero_")):
+        torch_neuron.clear_device_numerics_stats()
+        got = fn(a.to(DEV), b.to(DEV))
+        assert torch.equal(got.cpu(), fn(a, b))
+        assert torch_neuron.device_numerics_stats().get((op, str(dtype)[6:])) == 1
+
+
+def test_int64_arange_and_its_host_policy(numerics):
+    got = torch.arange(3, 300, 2, device=DEV)
+    assert got.dtype == torch.int64 and torch.equal(got.cpu(), torch.arange(3, 300, 2))
+    assert torch_neuron.device_numerics_stats().get(("aten::arange.start_out", "int64")) == 1
+    torch_neuron.clear_op_tracking()
+    big = torch.arange(2 ** 31 - 2, 2 ** 31 + 2, device=DEV)          # past int32: the host computes it
+    assert torch.equal(big.cpu(), torch.arange(2 ** 31 - 2, 2 ** 31 + 2))
+    assert torch_neuron.get_executed_ops()["aten::arange.start_out"] == {"native": 0, "fallback": 1}
+    x = torch.arange(5, device=DEV)
+    torch_neuron.clear_op_tracking()
+    (x + x).cpu()                                                    # int64 arithmetic stays on the host
+    assert torch_neuron.get_executed_ops()["aten::add.Tensor"]["fallback"] == 1
+
+
+def test_every_family_row_is_checked():
+    rows = {op for op, e in neuron_kernels.table().items()
+            if e.columns.get("binder") in ("pointwise", "foreach", "foreach_norm", "vector_norm", "cat", "stack",
+                                           "fill", "arange", "index_select", "nll_loss", "nll_loss_backward",
+                                           "softmax_backward", "embedding_backward")
+            or op in ("aten::sum", "aten::mean", "aten::max", "aten::min")}
+    checked = set(POINTWISE) | set(FOREACH) | set(OTHER) | {"aten::arange.start_out"}
+    assert rows == checked, rows ^ checked
