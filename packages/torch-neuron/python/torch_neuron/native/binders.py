@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from .bridge import NotCovered, dtype_of_code, torch_dtype
+from .bridge import NotCovered, dtype_of_code, operand_dtype, torch_dtype
 
 
 @functools.cache
@@ -179,6 +179,12 @@ def _binary(c):
         if form is None or (_rank(a) == 0 and _rank(b) == 0):
             raise NotCovered("0-dim operands; the tile kernels take tensors with at least one dimension")
         if _rank(a) == 0:
+            if not form["commutes"] and c.kind == "sub" and isinstance(b, torch.Tensor):
+                # number - tensor: the generated elementwise kernel of aten::rsub.Scalar
+                x = c.operand(b, "other")
+                expr = Deferred(lambda: ("subtract", ("c", _scalar_of(a).read()), ("x", 0)),
+                                ("subtract", ("c", 0.5), ("x", 0)))
+                return [c.launch((x,), {"expr": expr, "out_dtype": operand_dtype(x.dtype)}, entry="aten::rsub.Scalar")]
             if not form["commutes"]:
                 raise NotCovered(f"number {c.kind} tensor; the kernel's scalar form is tensor {c.kind} number")
             a, b = b, a

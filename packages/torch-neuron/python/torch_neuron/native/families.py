@@ -303,15 +303,6 @@ def _bind_cat(c: Call):
     return [c.launch([words_if_wide(t) for t in ts], {"dim": d})]
 
 
-def _bind_stack(c: Call):
-    ts = list(c["tensors"])
-    _same_dtype(c, ts, "tensors")
-    if any(t.shape != ts[0].shape for t in ts):
-        raise NotCovered("parts of different shapes")
-    d = int(c["dim"]) % (ts[0].dim() + 1)
-    return [c.launch([words_if_wide(t.unsqueeze(d)) for t in ts], {"dim": d})]
-
-
 def _fill_words(value, dtype):
     """The int32 word a 64-bit fill is made of, when both words of ``value``'s pattern are equal."""
     if dtype == torch.float64:
@@ -446,7 +437,6 @@ FAMILY_BINDERS = {
     "foreach_norm": _foreach_norm,
     "vector_norm": _vector_norm,
     "cat": _bind_cat,
-    "stack": _bind_stack,
     "fill": _bind_fill,
     "arange": _bind_arange,
     "index_select": _bind_index_select,
