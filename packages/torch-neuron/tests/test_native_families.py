@@ -345,3 +345,19 @@ def test_reductions_over_several_and_all_dims(dtype, numerics):
         got = fn(x.to(DEV))
         _close(got, fn(x.float()).to(dtype), dtype)
         _check_native(op, str(dtype)[6:])
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_gelu_tanh_backward_is_a_generated_expression(dtype, shape, numerics):
+    x, g = _rand(shape, dtype, 1), _rand(shape, dtype, 2)
+
+    def grad(x, g):
+        x = x.detach().requires_grad_()
+        F.gelu(x, approximate="tanh").backward(g)
+        return x.grad
+    want = grad(x.float(), g.float()).to(dtype)
+    torch_neuron.clear_device_numerics_stats()
+    torch_neuron.clear_op_tracking()
+    _close(grad(x.to(DEV), g.to(DEV)), want, dtype)
+    _check_native("aten::gelu_backward", str(dtype)[6:])

@@ -46,46 +46,107 @@ def _load_shared(src, bufs):
     return dst
 
 
-def _nodes(node) -> int:
-    return 1 + sum(_nodes(k) for k in node[1:]) if node[0] not in ("x", "t", "s", "c") else 0
+_SCALAR_OPS = frozenset(["add", "subtract", "multiply", "divide", "maximum", "minimum"])
+_COMMUTES = frozenset(["add", "multiply", "maximum", "minimum"])
 
 
-def _eval(node, env):
-    kind = node[0]
-    if kind == "x":
-        return env["x"][node[1]]
-    if kind == "t":
-        return env["t"][node[1]]
-    if kind == "s":
-        return env["s"]
-    if kind == "c":
-        return float(node[1])
-    args = [_eval(a, env) for a in node[1:]]
-    if kind == "where":
-        p, a, b = args
-        r = nl.where(p, a, b, dtype="float32")
-    elif kind in BINARY_OPS:
-        a, b = args
-        if not isinstance(a, nl.Tile) and not isinstance(b, nl.Tile):
-            raise ValueError(f"pointwise: {kind} of two numbers; fold constants before tracing")
-        r = getattr(nl, kind)(a, b, dtype="float32")
-    else:
-        (a,) = args
-        if not isinstance(a, nl.Tile):
-            raise ValueError(f"pointwise: {kind} of a number; fold constants before tracing")
-        r = nl.activation(kind, a, dtype="float32")
-    # Every intermediate of one block gets its own slot of one allocation site (env["bufs"]),
-    # so the expression's temporaries never share a buffer while alive.
-    dst = nl.ndarray(r.shape, "float32", bufs=env["bufs"])
-    dst[...] = r
-    return dst
+def _const(n):
+    return n[0] == "c" or n[0] == "s"
+
+
+def _const_value(n, env):
+    return env["s"] if n[0] == "s" else float(n[1])
+
+
+def _tile_const(node):
+    """(tile subexpression, constant) of a binary node with one constant side, in tile-op-constant form."""
+    a, b = node[1], node[2]
+    if _const(b) and not _const(a):
+        return a, b
+    if _const(a) and not _const(b) and node[0] in _COMMUTES:
+        return b, a
+    return None
+
+
+def _plan(expr):
+    """The expression as a list of instructions in dependency order, each subexpression once:
+    (key, kind, func/op, operands, extra). A chain of two constant ops becomes one tensor_scalar,
+    an activation of x * scale + bias one activation. Leaves are ("x", i), ("t", i), ("s",), ("c", v)."""
+    steps, seen = [], set()
+
+    def leaf(n):
+        return n[0] in ("x", "t", "s", "c")
+
+    def visit(node):
+        if leaf(node) or node in seen:
+            return node
+        kind = node[0]
+        step = None
+        if kind in _SCALAR_OPS and _tile_const(node):
+            inner, c1 = _tile_const(node)
+            if inner[0] in _SCALAR_OPS and not leaf(inner) and _tile_const(inner):
+                y, c0 = _tile_const(inner)
+                step = (node, "ts", kind, (visit(y),), (inner[0], c0, c1))
+        elif kind not in BINARY_OPS and kind != "where" and len(node) == 2:
+            child, scale, bias = node[1], ("c", 1.0), None
+            if child[0] == "add" and _tile_const(child):
+                child, bias = _tile_const(child)
+            if child[0] == "multiply" and _tile_const(child):
+                child, scale = _tile_const(child)
+            if child is not node[1]:
+                step = (node, "act", kind, (visit(child),), (scale, bias))
+        if step is None:
+            args = tuple(visit(a) for a in node[1:])
+            step = (node, "where" if kind == "where" else "tt" if kind in BINARY_OPS else "act", kind, args,
+                    (("c", 1.0), None))
+        seen.add(node)
+        steps.append(step)
+        return node
+
+    visit(expr)
+    return steps
+
+
+def _run(steps, expr, env):
+    """Executes a plan for one block; every intermediate gets its own slot of one allocation site."""
+    vals = {}
+
+    def val(n):
+        if n[0] == "x":
+            return env["x"][n[1]]
+        if n[0] == "t":
+            return env["t"][n[1]]
+        if n[0] in ("s", "c"):
+            return _const_value(n, env)
+        return vals[n]
+
+    for key, kind, op, args, extra in steps:
+        xs = [val(a) for a in args]
+        if not any(isinstance(x, nl.Tile) for x in xs):
+            raise ValueError(f"pointwise: {op} of numbers only; fold constants before tracing")
+        if kind == "ts":
+            op0, c0, c1 = extra
+            r = nl.ndarray(xs[0].shape, "float32", bufs=env["bufs"])
+            _isa.tensor_scalar(r, xs[0], op0, _const_value(c0, env), op1=op, operand1=_const_value(c1, env))
+        elif kind == "act":
+            scale, bias = extra
+            r = nl.activation(op, xs[0], bias=None if bias is None else _const_value(bias, env),
+                              scale=_const_value(scale, env), dtype="float32")
+        elif kind == "where":
+            r = nl.where(*xs, dtype="float32")
+        else:
+            r = getattr(nl, op)(xs[0], xs[1], dtype="float32")
+        dst = nl.ndarray(r.shape, "float32", bufs=env["bufs"])
+        dst[...] = r
+        vals[key] = dst
+    return val(expr)
 
 
 # Streaming chunk: an expression keeps all its intermediates of a block alive, so the chunk
 # shrinks with the expression to keep them within ~96 KiB of each partition's SBUF.
 def _chunk(nodes: int) -> int:
     c = 2048
-    while c > 64 and 4 * c * (2 * nodes + 8) > 96 * 1024:
+    while c > 64 and 4 * c * (2 * nodes + 12) > 96 * 1024:
         c //= 2
     return c
 
@@ -106,6 +167,7 @@ def pointwise(*args, expr=("x", 0), arity=1, shared=0, scalars=(), out_dtype="fl
         raise ValueError(f"pointwise: {len(scalars)} scalars for {groups} groups")
     outs = []
     shared_tiles = {}
+    steps = _plan(expr)
     for g in range(groups):
         xs = ops[g * arity:(g + 1) * arity]
         R, C = xs[0].shape
@@ -114,11 +176,12 @@ def pointwise(*args, expr=("x", 0), arity=1, shared=0, scalars=(), out_dtype="fl
             if rs not in shared_tiles:
                 shared_tiles[rs] = [_load_shared(t.reshape(1, 1).broadcast_partitions(rs), 2 * shared + 2)
                                     for t in shared_args]
-            for c0, cs in row_blocks(C, _chunk(_nodes(expr) + arity)):
-                env = {"x": [_load_operand(x[r0:r0 + rs, c0:c0 + cs], arity + 1) for x in xs],
+            for c0, cs in row_blocks(C, _chunk(len(steps) + arity)):
+                # two slots per value: the next block (or list entry) computes while this one drains
+                env = {"x": [_load_operand(x[r0:r0 + rs, c0:c0 + cs], 2 * arity + 2) for x in xs],
                        "t": shared_tiles[rs],
-                       "s": float(scalars[g]) if scalars else 0.0, "bufs": _nodes(expr) + 1}
-                v = _eval(expr, env)
+                       "s": float(scalars[g]) if scalars else 0.0, "bufs": 2 * len(steps) + 2}
+                v = _run(steps, expr, env)
                 if not isinstance(v, nl.Tile):
                     v = nl.full((rs, cs), v, "float32")
                 nl.store(out[r0:r0 + rs, c0:c0 + cs], nl.copy(v, dtype=out_dtype))
