@@ -3,6 +3,7 @@
 numpy references, at 128-aligned and ragged shapes, in every float dtype a row claims."""
 
 import math
+import os
 
 import ml_dtypes
 import numpy as np
@@ -13,6 +14,8 @@ from neuron_kernels import lookup
 
 r = np.random.default_rng(11)
 SHAPES = [(130, 70), (2, 128)]
+if os.environ.get("NEURON_KERNELS_FULL_MATRIX") == "1":      # make test-kernels-full
+    SHAPES += [(1, 1), (257, 129), (128, 4100), (3, 5, 7, 11)]
 ERF = np.vectorize(math.erf)
 
 # numpy semantics of the expression language's operators (independent of the kernels)

@@ -7,6 +7,7 @@ bool): elementwise expressions with type promotion, comparisons, where/masked_fi
 lists (one launch per list), norms, data movement, losses and backward passes."""
 
 import math
+import os
 
 import pytest
 import torch
@@ -22,7 +23,11 @@ DEV = torch.device("neuron", 0)
 FLOATS = [torch.float32, torch.bfloat16, torch.float16]
 TOL = {torch.float32: {"rtol": 2e-4, "atol": 2e-4}, torch.bfloat16: {"rtol": 3e-2, "atol": 3e-2},
        torch.float16: {"rtol": 4e-3, "atol": 4e-3}}
+# make test runs a ragged and an aligned shape; `make test-kernels-full` (NEURON_KERNELS_FULL_MATRIX=1)
+# adds 1-element, 3-D, multi-block ragged and long-row shapes to every kernel x dtype case.
 SHAPES = [(130, 70), (2, 128)]
+if os.environ.get("NEURON_KERNELS_FULL_MATRIX") == "1":
+    SHAPES += [(1, 1), (257, 129), (128, 4100), (3, 5, 7, 11)]
 
 
 @pytest.fixture
@@ -252,6 +257,14 @@ def _grad(f, *xs):
     return tuple(x.grad for x in xs)
 
 
+def _rows(a):
+    return a.reshape(a.shape[0], -1)
+
+
+def _targets(a):
+    return torch.arange(a.shape[0], device=a.device) % a.shape[1]
+
+
 OTHER = {
     "aten::_foreach_norm.Scalar": None,
     "aten::linalg_vector_norm": (lambda a: torch.linalg.vector_norm(a), "f"),
@@ -259,18 +272,19 @@ OTHER = {
     "aten::fill_.Scalar": (lambda a: a.clone().fill_(2.5), "f"),
     "aten::fill_.Tensor": (lambda a: a.clone().fill_(torch.tensor(-1.5)), "f"),
     "aten::zero_": (lambda a: a.clone().zero_(), "f"),
-    "aten::index_select": (lambda a: a.index_select(0, torch.tensor([1, 0, 1, 1], device=a.device)), "f"),
-    "aten::nll_loss_forward": (lambda a: F.nll_loss(a.log_softmax(-1), torch.arange(a.shape[0], device=a.device)
-                                                    % a.shape[1], ignore_index=1), "f"),
-    "aten::nll_loss_backward": (lambda a: _grad(lambda x: F.nll_loss(x, torch.arange(x.shape[0], device=x.device)
-                                                                    % x.shape[1], reduction="sum"), a)[0], "f"),
+    "aten::index_select": (lambda a: a.reshape(a.shape[0], -1).index_select(
+        0, torch.tensor([1, 0, 1, 1], device=a.device) % a.shape[0]), "f"),
+    "aten::nll_loss_forward": (lambda a: F.nll_loss(_rows(a).log_softmax(-1), _targets(_rows(a)), ignore_index=1),
+                               "f"),
+    "aten::nll_loss_backward": (lambda a: _grad(lambda x: F.nll_loss(_rows(x), _targets(_rows(x)), reduction="sum"),
+                                                a)[0], "f"),
     "aten::_softmax_backward_data": (lambda a, g: torch.ops.aten._softmax_backward_data(g, a.softmax(0), 0, a.dtype),
                                      "ff"),
     "aten::_log_softmax_backward_data": (
         lambda a, g: torch.ops.aten._log_softmax_backward_data(g, a.log_softmax(-1), -1, a.dtype), "ff"),
     "aten::embedding_dense_backward": (
         lambda g: torch.ops.aten.embedding_dense_backward(
-            g, torch.arange(g.shape[0], device=g.device) % 37, 40, 2, False), "f"),
+            g, torch.arange(g[..., 0].numel(), device=g.device).reshape(g.shape[:-1]) % 37, 40, 2, False), "f"),
     "aten::max": (lambda a: a.max(), "f"), "aten::min": (lambda a: a.min(), "f"),
 }
 
