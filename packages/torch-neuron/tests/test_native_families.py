@@ -341,8 +341,9 @@ def test_every_family_row_is_checked():
             if e.columns.get("binder") in ("pointwise", "foreach", "foreach_norm", "vector_norm", "cat",
                                            "fill", "arange", "index_select", "nll_loss", "nll_loss_backward",
                                            "softmax_backward", "embedding_backward")
-            or op in ("aten::max", "aten::min")}
-    checked = set(POINTWISE) | set(FOREACH) | set(OTHER) | {"aten::arange.start_out", "aten::rsub.Scalar"}
+            or op in ("aten::max", "aten::min", "aten::any", "aten::any.dim", "aten::any.dims", "aten::all",
+                          "aten::all.dim", "aten::all.dims")}
+    checked = set(POINTWISE) | set(FOREACH) | set(OTHER) | {"aten::arange.start_out", "aten::rsub.Scalar"} | set(ANY_ALL)
     assert rows == checked, rows ^ checked
 
 
@@ -375,3 +376,20 @@ def test_gelu_tanh_backward_is_a_generated_expression(dtype, shape, numerics):
     torch_neuron.clear_op_tracking()
     _close(grad(x.to(DEV), g.to(DEV)), want, dtype)
     _check_native("aten::gelu_backward", str(dtype)[6:])
+
+
+ANY_ALL = {"aten::any": lambda m: m.any(), "aten::any.dim": lambda m: m.any(1, keepdim=True),
+           "aten::any.dims": lambda m: m.any((0, 1)), "aten::all": lambda m: m.all(),
+           "aten::all.dim": lambda m: m.all(0), "aten::all.dims": lambda m: m.all((0, 1), keepdim=True)}
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("op", sorted(ANY_ALL))
+def test_any_and_all_of_bool_tensors(op, shape, numerics):
+    for m in (_rand(shape, torch.float32, 5, "b"), torch.ones(shape, dtype=torch.bool),
+              torch.zeros(shape, dtype=torch.bool)):
+        torch_neuron.clear_device_numerics_stats()
+        torch_neuron.clear_op_tracking()
+        got = ANY_ALL[op](m.to(DEV))
+        _close(got, ANY_ALL[op](m), torch.bool)
+        _check_native(op, "bool")
