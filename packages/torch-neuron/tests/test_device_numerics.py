@@ -330,17 +330,18 @@ def test_mode_off_keeps_host_values_and_counts_native():
 
 
 @pytest.mark.parametrize("enabled", [False, True], ids=["mode-off", "mode-on"])
-@pytest.mark.parametrize("case", ["alpha", "dtype-arg", "mixed-dtypes"])
+@pytest.mark.parametrize("case", ["fp64-alpha", "dtype-arg", "mixed-int64"])
 def test_attributes_outside_the_kernel_fall_back_with_a_reason(case, enabled):
     torch_neuron.set_device_numerics(enabled)
     try:
         x = _rand((3, 5, 33), torch.float32, 1)
         y = _rand((3, 5, 33), torch.float32, 2)
         op, fn, reason = {
-            "alpha": ("aten::add.Tensor", lambda a, b: torch.add(a, b, alpha=2), "alpha=2"),
+            "fp64-alpha": ("aten::add.Tensor", lambda a, b: torch.add(a, b.double(), alpha=2),
+                           "kept on the host by the dtype policy"),
             "dtype-arg": ("aten::sum.dim_IntList", lambda a, b: a.bfloat16().sum(1, dtype=torch.float32),
                           "dtype=torch.float32"),
-            "mixed-dtypes": ("aten::mul.Tensor", lambda a, b: a * b.bfloat16(), "no type promotion"),
+            "mixed-int64": ("aten::mul.Tensor", lambda a, b: a * b.long(), "kept on the host by the dtype policy"),
         }[case]
         torch_neuron.clear_op_tracking()
         torch_neuron.clear_device_numerics_stats()

@@ -393,3 +393,22 @@ def test_any_and_all_of_bool_tensors(op, shape, numerics):
         got = ANY_ALL[op](m.to(DEV))
         _close(got, ANY_ALL[op](m), torch.bool)
         _check_native(op, "bool")
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_mixed_dtype_and_alpha_binary_ops_run_the_generated_kernel(shape, numerics):
+    """AMP's fp32 residual + bf16 branch, and add/sub with alpha: torch's promotion, values from the kernel."""
+    a, b = _rand(shape, torch.float32, 1), _rand(shape, torch.bfloat16, 2)
+    for fn, op in ((lambda x, y: x + y, "aten::add.Tensor"), (lambda x, y: y * x, "aten::mul.Tensor"),
+                   (lambda x, y: torch.sub(x, y, alpha=0.25), "aten::sub.Tensor"),
+                   (lambda x, y: torch.add(x, x, alpha=-3), "aten::add.Tensor"),
+                   (lambda x, y: torch.div(y, x.abs() + 1), "aten::div.Tensor"),
+                   (lambda x, y: torch.maximum(y, x), "aten::maximum")):
+        torch_neuron.clear_device_numerics_stats()
+        torch_neuron.clear_op_tracking()
+        got = fn(a.to(DEV), b.to(DEV))
+        _close(got, fn(a, b), torch.float32)
+        stats = torch_neuron.device_numerics_stats()
+        assert any(k[0] == op for k in stats), stats
+        c = torch_neuron.get_executed_ops()[op]
+        assert c["native"] >= 1 and not c["fallback"], (op, c)

@@ -41,6 +41,7 @@ def _load_operand(src, bufs):
 
 
 def _load_shared(src, bufs):
+    # its own allocation site: shared tiles live for the whole launch, operands for one block
     dst = nl.ndarray(src.shape, "float32", bufs=bufs)
     dst[...] = _load(src)
     return dst

@@ -41,6 +41,17 @@ class Launch:
     attrs: dict              # the adapter's attributes (values may be Deferred)
     targets: tuple           # per kernel result, the tensor it is written into (None: skip)
     entry: str | None = None  # another table entry's adapter (scalar forms), else the op's
+    adapter: str | None = None  # a library adapter serving this launch instead (the generated families')
+
+
+def kernel_of(ln: Launch, entry, dtype: str):
+    """The op-table entry whose kernel a launch runs: the row's, another row's, or the row with
+    another adapter (a mixed-dtype add runs the generated pointwise kernel)."""
+    import neuron_kernels
+    kernel = neuron_kernels.lookup(ln.entry, dtype) if ln.entry else entry
+    if ln.adapter is not None and kernel is not None:
+        kernel = dataclasses.replace(kernel, adapter=ln.adapter)
+    return kernel
 
 
 class Call:
@@ -98,9 +109,9 @@ class Call:
         r = self.results[i]
         return r if isinstance(r, torch.Tensor) else None
 
-    def launch(self, tensors, attrs=None, targets=(0,), entry=None):
+    def launch(self, tensors, attrs=None, targets=(0,), entry=None, adapter=None):
         return Launch(tuple(tensors), attrs or {}, tuple(self.ret(i) if isinstance(i, int) else i
-                                                         for i in targets), entry)
+                                                         for i in targets), entry, adapter)
 
 
 def _scalar_of(t, transform=lambda v: v):
@@ -164,11 +175,39 @@ SCALAR_OPERANDS = {
 }
 
 
+_POINTWISE_OF = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "maximum": "maximum",
+                 "minimum": "minimum"}
+
+
+def _binary_generated(c, a, b):
+    """Tensor operands of different dtypes, or add/sub with alpha != 1: the generated elementwise
+    kernel, with torch's promoted result dtype (families.result_dtype)."""
+    from .families import _check_operand, isa_result, result_dtype
+    for name, t in (("self", a), ("other", b)):
+        _check_operand(t, name)
+    try:
+        torch.broadcast_shapes(a.shape, b.shape)
+    except RuntimeError as e:
+        raise NotCovered(str(e)) from None
+    op = _POINTWISE_OF[c.kind]
+    alpha = c.a.get("alpha", 1)
+    if isinstance(alpha, complex):
+        raise NotCovered(f"complex alpha {alpha!r}")
+
+    def expr(v):
+        rhs = ("x", 1) if v == 1 else ("multiply", ("x", 1), ("c", float(v)))
+        return (op, ("x", 0), rhs)
+    e = Deferred(lambda: expr(alpha), expr(alpha if alpha in (0, 1) else 0.5))
+    return [c.launch((a, b), {"expr": e, "out_dtype": isa_result(result_dtype(c, c.op))}, adapter="pointwise")]
+
+
 def _binary(c):
     """Elementwise binary ops; a number operand runs the table's scalar form of the op."""
+    a, b = c["self"], c["other"]
+    if _rank(a) > 0 and _rank(b) > 0 and (a.dtype != b.dtype or c.a.get("alpha", 1) != 1):
+        return _binary_generated(c, a, b)
     if "alpha" in c.a:
         c.require("alpha", 1)
-    a, b = c["self"], c["other"]
     if _rank(a) == 0 or _rank(b) == 0:
         # A number (wrapped, or a 0-dim tensor): the scalar form of the kernel.
         form = c.entry.columns.get("scalar_form")

@@ -49,7 +49,7 @@ def estimate(op: str, entry_name: str, c10_dtype: str, args: list) -> float:
     try:
         total = 0.0
         for ln in binders.bind(op, entry, dtype, args):
-            kernel = neuron_kernels.lookup(ln.entry, dtype) if ln.entry else entry
+            kernel = binders.kernel_of(ln, entry, dtype)
             shapes = [None if t is None else binders.operand_shape(t) for t in ln.tensors]
             dtypes = ["float32" if t is None else spec_dtype(t) for t in ln.tensors]
             total += float(kernel.estimate_ns(shapes, dtypes, profile=profile, **attrs(ln, False)))

@@ -75,7 +75,7 @@ def execute(op: str, entry_name: str, c10_dtype: str, inputs: list, args: list, 
         with torch.no_grad():
             launches = binders.bind(op, entry, dtype, inputs, results, args)
             for ln in launches:
-                kernel = neuron_kernels.lookup(ln.entry, dtype) if ln.entry else entry
+                kernel = binders.kernel_of(ln, entry, dtype)
                 arrays = [None if t is None else _operand(t) for t in ln.tensors]
                 out = kernel.run(*arrays, **estimate.attrs(ln, True))
                 outs = out if isinstance(out, tuple) else (out,)
