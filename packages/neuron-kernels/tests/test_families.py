@@ -17,6 +17,7 @@ SHAPES = [(130, 70), (2, 128)]
 if os.environ.get("NEURON_KERNELS_FULL_MATRIX") == "1":      # make test-kernels-full
     SHAPES += [(1, 1), (257, 129), (128, 4100), (3, 5, 7, 11)]
 ERF = np.vectorize(math.erf)
+ROWS_COLS = [s for s in SHAPES if len(s) == 2 and s[0] > 1]     # (rows, classes) cases
 
 # numpy semantics of the expression language's operators (independent of the kernels)
 NP = {
@@ -158,7 +159,7 @@ def test_fill_and_arange():
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("shape", ROWS_COLS, ids=str)
 def test_nll_loss_forward_backward(reduction, shape):
     N, C = shape
     x = r.standard_normal(shape).astype(np.float32)
@@ -183,7 +184,7 @@ def test_nll_loss_forward_backward(reduction, shape):
     np.testing.assert_allclose(gi, want, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("shape", ROWS_COLS, ids=str)
 def test_softmax_backwards_and_embedding_backward(shape):
     x = r.standard_normal(shape).astype(np.float32)
     g = r.standard_normal(shape).astype(np.float32)
