@@ -27,7 +27,7 @@ pkg_files = $(wildcard $(shell git ls-files --cached --others --exclude-standard
               find packages/$(1) -type f -not -path '*/build/*' -not -path '*/__pycache__/*' \
               -not -path '*/.pytest_cache/*' -not -path '*.egg-info/*' -not -name '*.so' 2>/dev/null))
 
-.PHONY: install test demo bench test-upstream lint patched-torch clean help test-cpp test-pkg test-sanitize test-fuzz-long test-models
+.PHONY: install test demo bench test-upstream lint patched-torch clean help test-cpp test-pkg test-sanitize test-fuzz-long test-models test-kernels-full
 
 help:
 	@echo "make install        create $(VENV), install torch==2.13.0, every package ($(PRESENT)) and $(ECOSYSTEM_REQUIREMENTS)"
@@ -132,6 +132,11 @@ test: install test-cpp
 	fi
 	@out=$$($(MAKE) --no-print-directory install 2>&1); \
 	if echo "$$out" | grep -q "== building"; then echo "$$out"; echo "make test: a second 'make install' rebuilt a package"; exit 1; fi
+
+# The generated kernel families' full kernel x dtype x shape matrix under device numerics (long).
+test-kernels-full: install
+	NEURON_KERNELS_FULL_MATRIX=1 $(PYTEST) packages/neuron-kernels/tests/test_families.py \
+	  packages/torch-neuron/tests/test_native_families.py
 
 demo: install
 	$(PY) tools/demo/train_char_gpt.py

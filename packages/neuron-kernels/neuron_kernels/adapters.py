@@ -154,20 +154,57 @@ def _act_backward(func):
     return f
 
 
-gelu_backward, silu_backward = _act_backward("gelu_dx"), _act_backward("silu_dx")
+silu_backward = _act_backward("silu_dx")
+
+# d/dx of 0.5 x (1 + tanh(u)), u = k (x + 0.044715 x^3): 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2)
+_K = 0.7978845608028654
+_T = ("tanh", ("multiply", ("add", ("x", 1), ("multiply", ("c", 0.044715), ("multiply", ("x", 1),
+                                                                           ("square", ("x", 1))))), ("c", _K)))
+_GELU_TANH_DX = ("multiply", ("x", 0), ("add", ("multiply", ("add", _T, ("c", 1.0)), ("c", 0.5)),
+                                       ("multiply", ("multiply", ("x", 1), ("subtract", ("c", 1.0), ("square", _T))),
+                                        ("add", ("multiply", ("square", ("x", 1)), ("c", 3 * 0.044715 * 0.5 * _K)),
+                                         ("c", 0.5 * _K)))))
+
+
+def gelu_backward(grad, x, approximate="none"):
+    """grad * gelu'(x): ScalarE's derivative table for the erf form, a generated expression for 'tanh'."""
+    if approximate == "tanh":
+        return pointwise(grad, x, expr=_GELU_TANH_DX)
+    return _act_backward("gelu_dx")(grad, x)
 
 
 # -- reductions -------------------------------------------------------------------------------
+def _permute(x, perm):
+    if isinstance(x, TensorSpec):
+        return TensorSpec(tuple(x.shape[p] for p in perm), x.dtype)
+    return np.ascontiguousarray(np.transpose(x, perm))
+
+
 def _reduction(op, mean=False):
     def f(x, dim=-1, keepdim=False):
+        """Reduces over ``dim`` (an int or a set of dims; empty: all). Adjacent reduced dims are one
+        block of the (outer, D, inner) view; others are moved last first (a host-side layout change)."""
         shape = _shape(x)
-        d = dim % len(shape)
-        O = int(np.prod(shape[:d]))
-        I = int(np.prod(shape[d + 1:]))
-        out_shape = tuple(1 if i == d else s for i, s in enumerate(shape)) if keepdim else \
-            tuple(s for i, s in enumerate(shape) if i != d)
-        return KernelCall(K.reduce, (_re(x, (O, shape[d], I)),), {"op": op, "scale": 1.0 / shape[d] if mean else 1.0},
-                      lambda o: o.reshape(out_shape))
+        nd = len(shape)
+        ds = dim if isinstance(dim, (tuple, list)) else (dim,)
+        dims = sorted({int(d) % nd for d in ds}) if nd else []
+        if nd and not dims:
+            dims = list(range(nd))
+        kept = [i for i in range(nd) if i not in dims]
+        if dims and dims != list(range(dims[0], dims[-1] + 1)):
+            x = _permute(x, kept + dims)
+            src = [shape[i] for i in kept + dims]
+            lo, hi = len(kept), nd
+        else:
+            src = list(shape)
+            lo, hi = (dims[0], dims[-1] + 1) if dims else (0, 0)
+        O = int(np.prod(src[:lo]))
+        D = int(np.prod(src[lo:hi]))
+        I = int(np.prod(src[hi:]))
+        out_shape = tuple(1 if i in dims else s for i, s in enumerate(shape)) if keepdim else \
+            tuple(shape[i] for i in kept)
+        return KernelCall(K.reduce, (_re(x, (O, D, I)),), {"op": op, "scale": 1.0 / D if mean and D else 1.0},
+                          lambda o: o.reshape(out_shape))
     return f
 
 
@@ -255,3 +292,115 @@ def adamw(param, grad, exp_avg, exp_avg_sq, lr=1e-3, beta1=0.9, beta2=0.999, eps
     kw = dict(lr=float(lr), beta1=float(beta1), beta2=float(beta2), eps=float(eps),
               weight_decay=float(weight_decay), step=int(step))
     return KernelCall(K.adamw, args, kw, lambda o: tuple(t.reshape(shape) for t in o))
+
+
+# -- generated elementwise family, foreach lists ------------------------------------------------
+def _out_dtype(name, default):
+    return default if name is None else dtype_name(name) if not isinstance(name, str) else name
+
+
+def pointwise(*xs, expr=("x", 0), out_dtype=None):
+    """An elementwise expression over operands broadcast to one shape (see kernels.pointwise)."""
+    shape = tuple(np.broadcast_shapes(*(_shape(x) for x in xs)))
+    v = _flat2d(shape)
+    args = tuple(_re(_bcast(x, shape), v) for x in xs)
+    return KernelCall(K.pointwise, args, {"expr": expr, "arity": len(xs),
+                                          "out_dtype": _out_dtype(out_dtype, _dt(xs[0]))},
+                      lambda o: o.reshape(shape))
+
+
+def foreach(*xs, expr=("x", 0), arity=1, shared=0, scalars=(), out_dtype=None):
+    """One launch for a foreach list: ``shared`` one-element tensors, then ``arity`` operands per list entry
+    (each entry's operands broadcast to the first one's shape)."""
+    sh, ops = xs[:shared], xs[shared:]
+    groups = [ops[i:i + arity] for i in range(0, len(ops), arity)]
+    shapes = [_shape(g[0]) for g in groups]
+    args = tuple(_re(t, (1, 1)) for t in sh)
+    for g, s in zip(groups, shapes):
+        v = _flat2d(s)
+        args += tuple(_re(_bcast(t, s), v) for t in g)
+    kw = {"expr": expr, "arity": arity, "shared": shared, "scalars": tuple(float(s) for s in scalars),
+          "out_dtype": _out_dtype(out_dtype, _dt(ops[0]))}
+
+    def post(o):
+        outs = o if isinstance(o, tuple) else (o,)
+        return tuple(r.reshape(s) for r, s in zip(outs, shapes))
+    return KernelCall(K.pointwise, args, kw, post)
+
+
+def norms(*xs, ord=2.0, out_dtype=None, out_shape=()):
+    """Norms over all elements of each operand, one launch for the list."""
+    args = tuple(_re(x, _flat2d(_shape(x))) for x in xs)
+
+    def post(o):
+        outs = o if isinstance(o, tuple) else (o,)
+        return tuple(r.reshape(out_shape) for r in outs)
+    return KernelCall(K.norms, args, {"ord": float(ord), "out_dtype": _out_dtype(out_dtype, _dt(xs[0]))}, post)
+
+
+# -- data movement --------------------------------------------------------------------------------
+def cat(*parts, dim=0):
+    """Concatenation along ``dim``: each part viewed as (outer, its extent x inner), one DMA per part."""
+    shapes = [_shape(p) for p in parts]
+    d = dim % len(shapes[0])
+    O = int(np.prod(shapes[0][:d]))
+    views = tuple(_re(p, (O, int(np.prod(s[d:])))) for p, s in zip(parts, shapes))
+    out_shape = list(shapes[0])
+    out_shape[d] = sum(s[d] for s in shapes)
+    return KernelCall(K.cat, views, {}, lambda o: o.reshape(out_shape))
+
+
+def fill(shape=(), value=0.0, out_dtype="float32"):
+    v = _flat2d(tuple(shape))
+    return KernelCall(K.fill, (), {"shape": v, "value": float(value), "out_dtype": out_dtype},
+                      lambda o: o.reshape(tuple(shape)))
+
+
+def arange(n=1, start=0.0, step=1.0, words=False, out_dtype="float32"):
+    v = _flat2d((n,))
+    return KernelCall(K.arange, (), {"shape": v, "start": float(start), "step": float(step), "words": bool(words),
+                                     "out_dtype": out_dtype},
+                      lambda o: o.reshape((n, 2) if words else (n,)))
+
+
+# -- losses and backward passes -------------------------------------------------------------------
+def nll_loss(logp, target, reduction="mean", ignore_index=-100):
+    s = _shape(logp)
+    x = _re(logp, (1, s[0]) if len(s) == 1 else s)
+    n = _shape(x)[0]
+    kw = {"reduction": reduction, "ignore_index": int(ignore_index)}
+    return KernelCall(K.nll_loss, (x, _re(_cast(target, "int32"), (n, 1))), kw,
+                      lambda o: (o[0].reshape(() if reduction != "none" else (n,) if len(s) > 1 else ()),
+                                 o[1].reshape(())))
+
+
+def nll_loss_backward(grad, logp, target, total_weight, reduction="mean", ignore_index=-100):
+    s = _shape(logp)
+    x = _re(logp, (1, s[0]) if len(s) == 1 else s)
+    n = _shape(x)[0]
+    g = _re(grad, (n, 1) if reduction == "none" else (1, 1))
+    kw = {"reduction": reduction, "ignore_index": int(ignore_index)}
+    return KernelCall(K.nll_loss_backward, (g, x, _re(_cast(target, "int32"), (n, 1)), _re(total_weight, (1, 1))),
+                      kw, lambda o: o.reshape(s))
+
+
+def _softmax_backward(log):
+    def f(grad, y, dim=-1):
+        shape = _shape(y)
+        d = dim % len(shape) if shape else 0
+        gl, yl = _move_last(grad, d), _move_last(y, d)
+        ls = _shape(yl)
+        v = (int(np.prod(ls[:-1])), ls[-1])
+        return KernelCall(K.softmax_backward, (_re(gl, v), _re(yl, v)), {"log": log},
+                          lambda o: np.moveaxis(o.reshape(ls), -1, d))
+    return f
+
+
+softmax_backward, log_softmax_backward = _softmax_backward(False), _softmax_backward(True)
+
+
+def embedding_backward(grad, indices, num_weights=1, padding_idx=-1):
+    n = int(np.prod(_shape(indices)))
+    D = _shape(grad)[-1]
+    return KernelCall(K.embedding_backward, (_re(grad, (n, D)), _re(_cast(indices, "int32"), (n, 1))),
+                      {"num_weights": int(num_weights), "padding_idx": int(padding_idx)}, _same)

@@ -63,3 +63,27 @@ def log_softmax(x, out_dtype=None):
             t = tiles[0] if tiles else nl.load(x[r0:r0 + rs, c0:c0 + cs], dtype="float32")
             nl.store(out[r0:r0 + rs, c0:c0 + cs], nl.subtract(t, shift, dtype=out.dtype))
     return out
+
+
+@nl.jit
+def softmax_backward(grad, y, log=False, out_dtype=None):
+    """Gradient of (log-)softmax over the last dimension from its output ``y``:
+    softmax: y * (g - sum(g * y)); log-softmax: g - exp(y) * sum(g). Rows on partitions."""
+    R, C = y.shape
+    out = nl.ndarray((R, C), out_dtype or y.dtype, buffer=nl.shared_hbm)
+    chunks = row_blocks(C, FCHUNK)
+    for r0, rs in row_blocks(R):
+        s = None
+        for c0, cs in chunks:
+            g = nl.load(grad[r0:r0 + rs, c0:c0 + cs], dtype="float32")
+            part = nl.sum(g if log else nl.multiply(g, nl.load(y[r0:r0 + rs, c0:c0 + cs], dtype="float32")), axis=1)
+            s = part if s is None else nl.add(s, part)
+        for c0, cs in chunks:
+            g = nl.load(grad[r0:r0 + rs, c0:c0 + cs], dtype="float32")
+            t = nl.load(y[r0:r0 + rs, c0:c0 + cs], dtype="float32")
+            if log:
+                res = nl.subtract(g, nl.multiply(nl.exp(t), s))
+            else:
+                res = nl.multiply(t, nl.subtract(g, s))
+            nl.store(out[r0:r0 + rs, c0:c0 + cs], nl.copy(res, dtype=out.dtype))
+    return out

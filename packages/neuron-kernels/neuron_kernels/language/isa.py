@@ -59,3 +59,7 @@ def memset(dst: Tile, value: float, engine: str = "vector"):
 
 def iota(dst: Tile, base=0, partition_step=0, free_step=1):
     return builder().iota(dst.acc, base=base, partition_step=partition_step, free_step=free_step)
+
+
+def select(dst: Tile, pred: Tile, on_true: Tile, on_false: Tile, engine: str = "vector"):
+    return builder().select(dst.acc, pred.acc, on_true.acc, on_false.acc, engine=engine)

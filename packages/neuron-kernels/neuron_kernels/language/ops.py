@@ -200,6 +200,18 @@ less = _binary("less")
 less_equal = _binary("less_equal")
 equal = _binary("equal")
 not_equal = _binary("not_equal")
+logical_and = _binary("logical_and")
+logical_or = _binary("logical_or")
+
+
+def where(pred: Tile, x, y, dtype=None) -> Tile:
+    """x where pred != 0, else y, on VectorE (a predicated select); a number operand is a filled tile."""
+    ref = next(v for v in (pred, x, y) if isinstance(v, Tile))
+    x = x if isinstance(x, Tile) else full(ref.shape, x, "float32")
+    y = y if isinstance(y, Tile) else full(ref.shape, y, "float32")
+    t = _fresh(ref.shape, _result_dtype(x, y, dtype=dtype))
+    t.producer = builder().select(t.acc, pred.acc, x.acc, y.acc)
+    return t
 
 
 def activation(func: str, x: Tile, bias=None, scale=1.0, dtype=None, reduce_op=None, reduce_res: Tile = None) -> Tile:

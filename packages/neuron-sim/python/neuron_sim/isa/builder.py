@@ -404,6 +404,14 @@ class ProgramBuilder:
         self._check_compute(name, loc, engine, dst, (a, b))
         return self._emit(name, engine, [a, b], [dst], {"op": op}, loc)
 
+    def select(self, dst, pred, on_true, on_false, engine="vector") -> Instr:
+        """dst = on_true where pred != 0, else on_false (a predicated copy; NaN/inf in the unselected
+        operand do not leak into the result, as they would through arithmetic masking)."""
+        name = "select"
+        loc = _fmt_loc(_user_frames())
+        self._check_compute(name, loc, engine, dst, (pred, on_true, on_false))
+        return self._emit(name, engine, [pred, on_true, on_false], [dst], {}, loc)
+
     def tensor_scalar(self, dst, src, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False,
                       engine="vector") -> Instr:
         name = "tensor_scalar"

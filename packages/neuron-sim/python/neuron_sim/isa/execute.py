@@ -175,6 +175,9 @@ def _step(mem: Memory, ins) -> None:
         elif op == "tensor_tensor":
             a, b = ins.reads
             mem.write(ins.writes[0], _BINARY[ins.attrs["op"]](_p2(mem.read(a)), _p2(mem.read(b))))
+        elif op == "select":
+            p, a, b = (_p2(mem.read(x)) for x in ins.reads)
+            mem.write(ins.writes[0], np.where(p != 0, a, b))
         elif op == "tensor_scalar":
             at = ins.attrs
             x = _p2(mem.read(ins.reads[0]))

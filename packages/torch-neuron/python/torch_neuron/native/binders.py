@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from .bridge import NotCovered, dtype_of_code, torch_dtype
+from .bridge import NotCovered, dtype_of_code, operand_dtype, torch_dtype
 
 
 @functools.cache
@@ -41,6 +41,17 @@ class Launch:
     attrs: dict              # the adapter's attributes (values may be Deferred)
     targets: tuple           # per kernel result, the tensor it is written into (None: skip)
     entry: str | None = None  # another table entry's adapter (scalar forms), else the op's
+    adapter: str | None = None  # a library adapter serving this launch instead (the generated families')
+
+
+def kernel_of(ln: Launch, entry, dtype: str):
+    """The op-table entry whose kernel a launch runs: the row's, another row's, or the row with
+    another adapter (a mixed-dtype add runs the generated pointwise kernel)."""
+    import neuron_kernels
+    kernel = neuron_kernels.lookup(ln.entry, dtype) if ln.entry else entry
+    if ln.adapter is not None and kernel is not None:
+        kernel = dataclasses.replace(kernel, adapter=ln.adapter)
+    return kernel
 
 
 class Call:
@@ -48,6 +59,7 @@ class Call:
 
     def __init__(self, op: str, entry, dtype: str, args: list, results=None, live=None):
         self.entry = entry
+        self.op = op
         self.kind = entry.aten[len("aten::"):].partition(".")[0]
         self.torch_dtype = torch_dtype(dtype)
         sch = schema(op)
@@ -57,7 +69,8 @@ class Call:
         self.results = results
         outs = [a.name for a in sch.arguments if a.is_out]
         first_out = self.a.get(outs[0]) if outs else None
-        if isinstance(first_out, torch.Tensor) and first_out.dtype != self.torch_dtype:
+        if isinstance(first_out, torch.Tensor) and first_out.dtype != self.torch_dtype and \
+                entry.columns.get("binder") not in FAMILY_BINDERS:   # families take torch's result dtype
             raise NotCovered(f"out= tensor '{outs[0]}' is {first_out.dtype}; the kernel writes {self.torch_dtype}")
 
     def __getitem__(self, name):
@@ -70,14 +83,14 @@ class Call:
             return None
         return self.operand(t, name, ndim, dtype)
 
-    def operand(self, t, name, ndim=None, dtype=None):
+    def operand(self, t, name, ndim=None, dtype=None, scalar_ok=False):
         if not isinstance(t, torch.Tensor):
             raise NotCovered(f"argument '{name}' is not a tensor")
         want = dtype or self.torch_dtype
         if t.dtype not in (want if isinstance(want, tuple) else (want,)):
             raise NotCovered(f"'{name}' is {t.dtype}, the call's kernel dtype is {want}: "
                              "no type promotion in the kernel")
-        if t.dim() == 0:
+        if t.dim() == 0 and not scalar_ok:
             raise NotCovered(f"'{name}' is 0-dim; the tile kernels take tensors with at least one dimension")
         if ndim is not None and t.dim() not in (ndim if isinstance(ndim, tuple) else (ndim,)):
             raise NotCovered(f"'{name}' is {t.dim()}-D ({tuple(t.shape)}); the kernel takes {ndim}-D")
@@ -96,9 +109,9 @@ class Call:
         r = self.results[i]
         return r if isinstance(r, torch.Tensor) else None
 
-    def launch(self, tensors, attrs=None, targets=(0,), entry=None):
+    def launch(self, tensors, attrs=None, targets=(0,), entry=None, adapter=None):
         return Launch(tuple(tensors), attrs or {}, tuple(self.ret(i) if isinstance(i, int) else i
-                                                         for i in targets), entry)
+                                                         for i in targets), entry, adapter)
 
 
 def _scalar_of(t, transform=lambda v: v):
@@ -162,17 +175,55 @@ SCALAR_OPERANDS = {
 }
 
 
+_POINTWISE_OF = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "maximum": "maximum",
+                 "minimum": "minimum"}
+
+
+def _binary_generated(c, a, b):
+    """Tensor operands of different dtypes, or add/sub with alpha != 1: the generated elementwise
+    kernel, with torch's promoted result dtype (families.result_dtype)."""
+    from .families import _check_operand, isa_result, result_dtype
+    for name, t in (("self", a), ("other", b)):
+        _check_operand(t, name)
+    try:
+        torch.broadcast_shapes(a.shape, b.shape)
+    except RuntimeError as e:
+        raise NotCovered(str(e)) from None
+    op = _POINTWISE_OF[c.kind]
+    alpha = c.a.get("alpha", 1)
+    if isinstance(alpha, complex):
+        raise NotCovered(f"complex alpha {alpha!r}")
+
+    def expr(v):
+        rhs = ("x", 1) if v == 1 else ("multiply", ("x", 1), ("c", float(v)))
+        return (op, ("x", 0), rhs)
+    e = Deferred(lambda: expr(alpha), expr(alpha if alpha in (0, 1) else 0.5))
+    return [c.launch((a, b), {"expr": e, "out_dtype": isa_result(result_dtype(c, c.op))}, adapter="pointwise")]
+
+
 def _binary(c):
     """Elementwise binary ops; a number operand runs the table's scalar form of the op."""
+    a, b = c["self"], c["other"]
+    if _rank(a) > 0 and _rank(b) > 0 and (a.dtype != b.dtype or c.a.get("alpha", 1) != 1):
+        return _binary_generated(c, a, b)
     if "alpha" in c.a:
         c.require("alpha", 1)
-    a, b = c["self"], c["other"]
     if _rank(a) == 0 or _rank(b) == 0:
         # A number (wrapped, or a 0-dim tensor): the scalar form of the kernel.
         form = c.entry.columns.get("scalar_form")
+        if form is not None and _rank(a) == 0 and _rank(b) == 0 and isinstance(a, torch.Tensor):
+            # 0-dim tensor op number (e.g. clip_grad_norm_'s total_norm + eps): self is the operand
+            x = c.operand(a, "self", scalar_ok=True)
+            return [c.launch((x,), {"other": _scalar_of(b, SCALAR_OPERANDS[form["operand"]])}, entry=form["entry"])]
         if form is None or (_rank(a) == 0 and _rank(b) == 0):
             raise NotCovered("0-dim operands; the tile kernels take tensors with at least one dimension")
         if _rank(a) == 0:
+            if not form["commutes"] and c.kind == "sub" and isinstance(b, torch.Tensor):
+                # number - tensor: the generated elementwise kernel of aten::rsub.Scalar
+                x = c.operand(b, "other")
+                expr = Deferred(lambda: ("subtract", ("c", _scalar_of(a).read()), ("x", 0)),
+                                ("subtract", ("c", 0.5), ("x", 0)))
+                return [c.launch((x,), {"expr": expr, "out_dtype": operand_dtype(x.dtype)}, entry="aten::rsub.Scalar")]
             if not form["commutes"]:
                 raise NotCovered(f"number {c.kind} tensor; the kernel's scalar form is tensor {c.kind} number")
             a, b = b, a
@@ -192,11 +243,11 @@ def _bind_scalar(c):
     other = c["other"]
     if isinstance(other, complex):
         raise NotCovered(f"complex scalar {other!r}")
-    return [c.launch((c.tensor("self"),), {"other": float(other)})]
+    return [c.launch((c.operand(c["self"], "self", scalar_ok=True),), {"other": float(other)})]
 
 
 def _bind_unary(c):
-    return [c.launch((c.tensor("self"),))]
+    return [c.launch((c.operand(c["self"], "self", scalar_ok=True),))]
 
 
 def _bind_gelu(c):
@@ -205,32 +256,26 @@ def _bind_gelu(c):
 
 
 def _bind_act_backward(c):
+    attrs = {}
     if "approximate" in c.a:
-        c.require("approximate", "none")
+        attrs["approximate"] = c.require("approximate", "none", "tanh")
     g, x = c.tensor("grad_output"), c.tensor("self")
     if g.shape != x.shape:
         raise NotCovered(f"grad_output {tuple(g.shape)} and self {tuple(x.shape)} differ in shape")
-    return [c.launch((g, x))]
-
-
-def _one_dim(c, x):
-    dim = c["dim"]
-    dims = [] if dim is None else ([dim] if isinstance(dim, int) else list(dim))
-    if not dims and x.dim() == 1:
-        dims = [0]     # the full reduction of a 1-D tensor is the reduction over its dim
-    if len(dims) != 1:
-        raise NotCovered(f"dim={dim!r}; the kernel reduces over exactly one dimension")
-    return dims[0]
+    return [c.launch((g, x), attrs)]
 
 
 def _bind_reduction(c):
+    """Reductions over any set of dims (absent or empty dim: all of them), keepdim or not."""
     want = c.a.get("dtype")
     if isinstance(want, int):
         want = dtype_of_code(want)
     if want is not None and want != c.torch_dtype:
         raise NotCovered(f"dtype={want} (a conversion); the kernel reduces in the input's dtype")
-    x = c.tensor("self")
-    return [c.launch((x,), {"dim": _one_dim(c, x), "keepdim": bool(c["keepdim"])})]
+    x = c.operand(c["self"], "self", scalar_ok=True)
+    dim = c.a.get("dim")
+    dims = () if dim is None else ((dim,) if isinstance(dim, int) else tuple(dim))
+    return [c.launch((x,), {"dim": dims, "keepdim": bool(c.a.get("keepdim", False))})]
 
 
 def _bind_softmax(c):
@@ -416,5 +461,15 @@ def tensor_shapes(values) -> tuple:
 
 
 def unwrap(t):
-    """The tensor of an operand (AsFloat and Checked wrap one)."""
-    return t.t if isinstance(t, (AsFloat, Checked)) else t
+    """The tensor of an operand (AsFloat, AsWords and Checked wrap one)."""
+    return t.t if isinstance(t, (AsFloat, AsWords, Checked)) else t
+
+
+def operand_shape(t) -> tuple:
+    """The shape a kernel operand is traced with (an AsWords operand's int32 words)."""
+    return AsWords.shape_of(t.t) if isinstance(t, AsWords) else tuple(unwrap(t).shape)
+
+
+from .families import FAMILY_BINDERS, AsWords  # noqa: E402 - the families build on Call and Launch above
+
+BINDERS.update(FAMILY_BINDERS)

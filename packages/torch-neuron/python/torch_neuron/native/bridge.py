@@ -27,7 +27,8 @@ class DType(NamedTuple):
 
 
 # int64 has no ISA type: the library's kernels take int32 indices and their adapters cast
-# int64 index operands, so an int64 operand is traced as int32. float64 has neither.
+# int64 index operands, so an int64 operand is traced as int32 (data movement carries int64
+# as int32 word pairs, families.AsWords). bool is carried as uint8 0/1. float64 has neither.
 DTYPES: tuple[DType, ...] = (
     DType(torch.float32, "float32", "float32", "Float", 6),
     DType(torch.bfloat16, "bfloat16", "bfloat16", "BFloat16", 15),
@@ -40,6 +41,7 @@ DTYPES: tuple[DType, ...] = (
     DType(torch.int8, "int8", "int8", "Char", 1),
     DType(torch.uint8, "uint8", "uint8", "Byte", 0),
     DType(torch.int64, None, "int32", "Long", 4),
+    DType(torch.bool, None, "uint8", "Bool", 11),
     DType(torch.float64, None, None, "Double", 7),
 )
 _BY_TORCH = {d.torch: d for d in DTYPES}

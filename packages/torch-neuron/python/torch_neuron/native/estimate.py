@@ -19,6 +19,8 @@ def spec_dtype(t) -> str:
     """The element type a kernel operand is traced with."""
     if isinstance(t, AsFloat):
         return "float32"
+    if isinstance(t, binders.AsWords):
+        return "int32"
     return operand_dtype(binders.unwrap(t).dtype)
 
 
@@ -70,8 +72,8 @@ def estimate(op: str, entry_name: str, c10_dtype: str, args: list):
         total = 0.0
         busy = [0.0] * 5
         for ln in binders.bind(op, entry, dtype, args):
-            kernel = neuron_kernels.lookup(ln.entry, dtype) if ln.entry else entry
-            shapes = [None if t is None else tuple(binders.unwrap(t).shape) for t in ln.tensors]
+            kernel = binders.kernel_of(ln, entry, dtype)
+            shapes = [None if t is None else binders.operand_shape(t) for t in ln.tensors]
             _check_fits(op, ln.tensors)
             dtypes = ["float32" if t is None else spec_dtype(t) for t in ln.tensors]
             ns, engines = kernel.estimate_engines_ns(shapes, dtypes, profile=profile, **attrs(ln, False))

@@ -26,17 +26,28 @@ def _operand(t) -> np.ndarray:
     if isinstance(t, Checked):
         t.check()
     as_float = isinstance(t, AsFloat)
+    words = binders.operand_shape(t) if isinstance(t, binders.AsWords) else None
     t = binders.unwrap(t).detach()
     if as_float:
         t = t.float()
     t = t.resolve_conj().resolve_neg()
     if not t.is_contiguous():
         t = t.contiguous()
-    return host_view(t)
+    v = host_view(t)
+    if words is not None:
+        return v.reshape(-1).view(np.int32).reshape(words)
+    if v.dtype == np.bool_:
+        return v.view(np.uint8)   # bool is carried as uint8 0/1
+    return v
 
 
 def _write(target: torch.Tensor, value) -> None:
     arr = np.ascontiguousarray(value)
+    if target.is_contiguous() and target.numel() and arr.size != target.numel() and \
+            arr.nbytes == target.numel() * target.element_size() and arr.dtype == np.int32:
+        # 64-bit results written as int32 word pairs (the dtype policy's AsWords)
+        np.copyto(host_view(target).reshape(-1).view(np.int32), arr.reshape(-1))
+        return
     if arr.size != target.numel():
         raise RuntimeError(f"the kernel returned {arr.shape} ({arr.size} elements) for a result of "
                            f"shape {tuple(target.shape)}")
@@ -44,6 +55,9 @@ def _write(target: torch.Tensor, value) -> None:
         view = host_view(target)
         if view.dtype == arr.dtype:
             np.copyto(view, arr.reshape(view.shape))
+            return
+        if view.dtype == np.bool_ and arr.dtype == np.uint8:
+            np.copyto(view.view(np.uint8), arr.reshape(view.shape) != 0)
             return
     target.copy_(from_numpy(arr).reshape(target.shape))
 
@@ -61,7 +75,7 @@ def execute(op: str, entry_name: str, c10_dtype: str, inputs: list, args: list, 
         with torch.no_grad():
             launches = binders.bind(op, entry, dtype, inputs, results, args)
             for ln in launches:
-                kernel = neuron_kernels.lookup(ln.entry, dtype) if ln.entry else entry
+                kernel = binders.kernel_of(ln, entry, dtype)
                 arrays = [None if t is None else _operand(t) for t in ln.tensors]
                 out = kernel.run(*arrays, **estimate.attrs(ln, True))
                 outs = out if isinstance(out, tuple) else (out,)

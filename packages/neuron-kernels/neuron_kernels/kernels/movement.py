@@ -1,0 +1,63 @@
+# Copyright 2026 The neuron-kernels Authors. Licensed under the Apache License, Version 2.0.
+"""Data movement as DMA programs: concatenation, fills and index ranges.
+
+Integer tensors wider than the engines' 32-bit lanes (int64) are moved as pairs of int32
+words; a DMA copies their bytes exactly, so cat and copies of them need no engine type.
+"""
+
+from __future__ import annotations
+
+from .. import language as nl
+from ._tiling import FCHUNK, row_blocks
+
+
+@nl.jit
+def cat(*parts, out_dtype=None):
+    """out[:, off_i:off_i + w_i] = parts[i] for 2-D views (outer, w_i): one HBM-to-HBM DMA per part."""
+    O = parts[0].shape[0]
+    W = sum(p.shape[1] for p in parts)
+    out = nl.ndarray((O, W), out_dtype or parts[0].dtype, buffer=nl.shared_hbm)
+    off = 0
+    for i, p in enumerate(parts):
+        w = p.shape[1]
+        if w:
+            # Parts go to different queues so their descriptors are processed in parallel.
+            nl.isa.dma_copy(out[:, off:off + w], p, queue=f"part{i % 16}")
+        off += w
+    return out
+
+
+@nl.jit
+def fill(shape=(1, 1), value=0.0, out_dtype="float32"):
+    """A (R, C) tensor of ``value``: one memset tile stored over every block."""
+    R, C = shape
+    out = nl.ndarray((R, C), out_dtype, buffer=nl.shared_hbm)
+    rows = min(R, 128)
+    cols = min(C, FCHUNK)
+    t = nl.full((rows, cols), value, out_dtype)
+    for r0, rs in row_blocks(R):
+        for c0, cs in row_blocks(C, FCHUNK):
+            nl.store(out[r0:r0 + rs, c0:c0 + cs], t[:rs, :cs])
+    return out
+
+
+@nl.jit
+def arange(shape=(1, 1), start=0.0, step=1.0, words=False, out_dtype="float32"):
+    """out[r, c] = start + step * (r * C + c) for a (R, C) view, generated on GpSimd (iota).
+
+    ``words``: the result is int64 carried as int32 (low, high) pairs, out of shape (R, 2C);
+    the caller guarantees every value is in [0, 2**31), so the high words are 0."""
+    R, C = shape
+    out = nl.ndarray((R, 2 * C) if words else (R, C), out_dtype, buffer=nl.shared_hbm)
+    for r0, rs in row_blocks(R):
+        for c0, cs in row_blocks(C, FCHUNK):
+            base = start + step * (r0 * C + c0)
+            if words:
+                t = nl.ndarray((rs, cs, 2), out_dtype)
+                nl.isa.iota(t[:, :, 0:1], base=base, partition_step=step * C, free_step=step)
+                nl.isa.memset(t[:, :, 1:2], 0.0)
+                nl.store(out.reshape(R, C, 2)[r0:r0 + rs, c0:c0 + cs, :], t)
+            else:
+                t = nl.iota((rs, cs), out_dtype, base=base, partition_step=step * C, free_step=step)
+                nl.store(out[r0:r0 + rs, c0:c0 + cs], t)
+    return out

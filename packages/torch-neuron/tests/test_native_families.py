@@ -1,0 +1,414 @@
+# Copyright 2026 The torch-neuron authors
+# SPDX-License-Identifier: Apache-2.0
+"""The op table's generated kernel families through public torch APIs on ``neuron``, in
+device-numerics mode (values from the tile kernels in the ISA simulator) against CPU, at a
+ragged and a 128-aligned shape, in every float dtype a row claims (and bool where it claims
+bool): elementwise expressions with type promotion, comparisons, where/masked_fill, foreach
+lists (one launch per list), norms, data movement, losses and backward passes."""
+
+import math
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+import torch_neuron
+from torch_neuron.native.install import executed_as
+
+neuron_kernels = pytest.importorskip("neuron_kernels")
+
+pytestmark = pytest.mark.timeout(600)
+
+DEV = torch.device("neuron", 0)
+FLOATS = [torch.float32, torch.bfloat16, torch.float16]
+TOL = {torch.float32: {"rtol": 2e-4, "atol": 2e-4}, torch.bfloat16: {"rtol": 3e-2, "atol": 3e-2},
+       torch.float16: {"rtol": 4e-3, "atol": 4e-3}}
+# make test runs a ragged and an aligned shape; `make test-kernels-full` (NEURON_KERNELS_FULL_MATRIX=1)
+# adds 1-element, 3-D, multi-block ragged and long-row shapes to every kernel x dtype case.
+SHAPES = [(130, 70), (2, 128)]
+if os.environ.get("NEURON_KERNELS_FULL_MATRIX") == "1":
+    SHAPES += [(1, 1), (257, 129), (128, 4100), (3, 5, 7, 11)]
+
+
+@pytest.fixture
+def numerics():
+    torch_neuron.set_device_numerics(True)
+    torch_neuron.clear_device_numerics_stats()
+    torch_neuron.clear_op_tracking()
+    try:
+        yield
+    finally:
+        torch_neuron.set_device_numerics(False)
+
+
+def _rand(shape, dtype, seed, kind="f"):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g)
+    if kind == "p":
+        x = x.abs() + 0.5
+    if kind == "b":
+        return x > 0
+    if kind == "u":       # away from comparison ties after rounding
+        x = torch.round(x * 4) / 4
+    return x.to(dtype)
+
+
+# op -> (function, input kinds): f normal, p positive, b bool, r row-shaped normal (broadcast)
+POINTWISE = {
+    "aten::sin": (torch.sin, "f"), "aten::cos": (torch.cos, "f"), "aten::erf": (torch.erf, "f"),
+    "aten::sign": (torch.sign, "f"), "aten::tan": (lambda a: torch.tan(a * 0.5), "f"),
+    "aten::pow.Tensor_Scalar": (lambda a: a ** 2.5, "p"),
+    "aten::pow.Tensor_Tensor": (torch.pow, "pp"),
+    "aten::clamp": (lambda a: a.clamp(-0.5, 0.7), "f"),
+    "aten::clamp.Tensor": (lambda a, lo: a.clamp(min=lo), "fr"),
+    "aten::clamp_min": (lambda a: a.clamp_min(0.1), "f"),
+    "aten::clamp_max": (lambda a: a.clamp_max(0.1), "f"),
+    "aten::eq.Tensor": (torch.eq, "uu"), "aten::ne.Tensor": (torch.ne, "uu"), "aten::lt.Tensor": (torch.lt, "ur"),
+    "aten::le.Tensor": (torch.le, "uu"), "aten::gt.Tensor": (torch.gt, "uu"), "aten::ge.Tensor": (torch.ge, "uu"),
+    "aten::eq.Scalar": (lambda a: a == 0.25, "u"), "aten::ne.Scalar": (lambda a: a != 0.25, "u"),
+    "aten::lt.Scalar": (lambda a: a < 0.25, "u"), "aten::le.Scalar": (lambda a: a <= 0.25, "u"),
+    "aten::gt.Scalar": (lambda a: a > 0.25, "u"), "aten::ge.Scalar": (lambda a: a >= 0.25, "u"),
+    "aten::logical_and": (torch.logical_and, "bb"), "aten::logical_or": (torch.logical_or, "bb"),
+    "aten::logical_not": (torch.logical_not, "b"), "aten::logical_xor": (torch.logical_xor, "bb"),
+    "aten::bitwise_and.Tensor": (lambda a, b: a & b, "bb"), "aten::bitwise_or.Tensor": (lambda a, b: a | b, "bb"),
+    "aten::where.self": (torch.where, "bff"),
+    "aten::masked_fill.Scalar": (lambda a, m: a.masked_fill(m, float("-inf")), "fb"),
+    "aten::masked_fill.Tensor": (lambda a, m: a.masked_fill(m, torch.tensor(-2.5)), "fb"),
+    "aten::lerp.Scalar": (lambda a, b: torch.lerp(a, b, 0.3), "ff"),
+    "aten::lerp.Tensor": (torch.lerp, "fff"),
+    "aten::addcmul": (lambda a, b, c: torch.addcmul(a, b, c, value=0.5), "ffr"),
+    "aten::addcdiv": (lambda a, b, c: torch.addcdiv(a, b, c, value=-0.5), "ffp"),
+    "aten::rsub.Tensor": (lambda a, b: torch.rsub(a, b, alpha=2), "ff"),
+    "aten::threshold_backward": (lambda g, x: torch.ops.aten.threshold_backward(g, x, 0.0), "ff"),
+    "aten::tanh_backward": (lambda g, y: torch.ops.aten.tanh_backward(g, y), "ff"),
+    "aten::sigmoid_backward": (lambda g, y: torch.ops.aten.sigmoid_backward(g, y), "ff"),
+    "aten::leaky_relu": (lambda a: F.leaky_relu(a, 0.05), "f"),
+    "aten::leaky_relu_backward": (lambda g, x: torch.ops.aten.leaky_relu_backward(g, x, 0.05, False), "ff"),
+    "aten::hardtanh": (lambda a: F.hardtanh(a, -0.5, 0.5), "f"),
+}
+
+
+def _inputs(kinds, shape, dtype):
+    out = []
+    for i, k in enumerate(kinds):
+        if k == "r":
+            out.append(_rand((shape[-1],), dtype, 10 + i))
+        elif k == "b":
+            out.append(_rand(shape, dtype, 10 + i, "b"))
+        else:
+            out.append(_rand(shape, dtype, 10 + i, k))
+    return out
+
+
+def _dtypes(op):
+    claimed = neuron_kernels.table()[op].dtypes
+    return [torch.bool] if claimed == ("bool",) else [d for d in FLOATS if str(d)[6:] in claimed]
+
+
+def _check_native(op, dt):
+    stats = torch_neuron.device_numerics_stats()
+    assert stats.get((op, dt), 0) >= 1, (op, dt, stats)
+    names = executed_as(neuron_kernels.table()[op])
+    counts = torch_neuron.get_executed_ops()
+    bad = {o: c for o, c in counts.items() if o in names and c["fallback"]}
+    assert not bad, bad
+
+
+def _close(got, want, dtype):
+    assert got.device.type == "neuron" and got.dtype == want.dtype and got.shape == want.shape, (got, want)
+    if want.dtype == torch.bool:
+        assert torch.equal(got.cpu(), want)
+    else:
+        torch.testing.assert_close(got.cpu().float(), want.float(), **TOL.get(dtype, TOL[torch.float32]))
+
+
+POINTWISE_CASES = [(op, d) for op in sorted(POINTWISE) for d in _dtypes(op)]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("op,dtype", POINTWISE_CASES, ids=lambda v: str(v).replace("torch.", ""))
+def test_pointwise_family(op, dtype, shape, numerics):
+    fn, kinds = POINTWISE[op]
+    inputs = _inputs(kinds, shape, dtype if dtype != torch.bool else torch.float32)
+    want = fn(*inputs)
+    if dtype in (torch.bfloat16, torch.float16) and want.dtype == dtype:
+        want = fn(*[t.float() if t.dtype == dtype else t for t in inputs]).to(dtype)
+    torch_neuron.clear_device_numerics_stats()
+    torch_neuron.clear_op_tracking()
+    got = fn(*[t.to(DEV) for t in inputs])
+    _close(got, want, dtype)
+    _check_native(op, str(inputs[0].dtype)[6:])
+
+
+def test_type_promotion_and_in_place_and_out_forms(numerics):
+    a = _rand((130, 70), torch.bfloat16, 1)
+    b = _rand((130, 70), torch.float32, 2)
+    got = torch.lerp(a.float().to(DEV), b.to(DEV), 0.25)            # fp32 result
+    torch.testing.assert_close(got.cpu(), torch.lerp(a.float(), b, 0.25), rtol=1e-5, atol=1e-5)
+    got = torch.gt(a.to(DEV), b.to(DEV))                              # bf16 vs fp32 compared in fp32
+    assert torch.equal(got.cpu(), torch.gt(a, b))
+    x = b.to(DEV)
+    x.clamp_(-0.1, 0.1)                                               # in place
+    torch.testing.assert_close(x.cpu(), b.clamp(-0.1, 0.1))
+    out = torch.empty(130, 70, dtype=torch.bool, device=DEV)
+    torch.ge(b.to(DEV), 0.0, out=out)
+    assert torch.equal(out.cpu(), b >= 0.0)
+    got = 1.5 - b.to(DEV)                                            # rsub.Scalar: sub.Tensor(number, tensor)
+    torch.testing.assert_close(got.cpu(), 1.5 - b)
+    assert torch_neuron.device_numerics_stats()[("aten::rsub.Scalar", "float32")] == 1
+    ops = torch_neuron.get_executed_ops()
+    for name in ("aten::lerp.Scalar", "aten::gt.Tensor", "aten::clamp_", "aten::ge.Scalar_out", "aten::sub.Tensor"):
+        assert ops[name]["native"] >= 1 and not ops[name]["fallback"], (name, ops)
+
+
+# -- foreach lists -----------------------------------------------------------------------------
+def _lists(shape, dtype, n, kind="f"):
+    shapes = [shape, (7,), (shape[-1],)]
+    return [[_rand(s, dtype, 30 + 3 * j + i, kind) for i, s in enumerate(shapes)] for j in range(n)]
+
+
+FOREACH = {
+    "aten::_foreach_add.Scalar": (lambda a: torch._foreach_add(a, 0.5), "f"),
+    "aten::_foreach_add.List": (lambda a, b: torch._foreach_add(a, b, alpha=-0.5), "ff"),
+    "aten::_foreach_add.ScalarList": (lambda a: torch._foreach_add(a, [0.5, -1.0, 2.0]), "f"),
+    "aten::_foreach_add.Tensor": (lambda a: torch._foreach_add(a, torch.tensor(0.25, device=a[0].device),
+                                                               alpha=2.0), "f"),
+    "aten::_foreach_sub.Scalar": (lambda a: torch._foreach_sub(a, 0.5), "f"),
+    "aten::_foreach_sub.List": (lambda a, b: torch._foreach_sub(a, b, alpha=0.5), "ff"),
+    "aten::_foreach_sub.ScalarList": (lambda a: torch._foreach_sub(a, [0.5, -1.0, 2.0]), "f"),
+    "aten::_foreach_mul.Scalar": (lambda a: torch._foreach_mul(a, 0.5), "f"),
+    "aten::_foreach_mul.List": (torch._foreach_mul, "ff"),
+    "aten::_foreach_mul.ScalarList": (lambda a: torch._foreach_mul(a, [0.5, -1.0, 2.0]), "f"),
+    "aten::_foreach_mul.Tensor": (lambda a: torch._foreach_mul(a, torch.tensor(0.3, device=a[0].device)), "f"),
+    "aten::_foreach_div.Scalar": (lambda a: torch._foreach_div(a, 0.5), "f"),
+    "aten::_foreach_div.List": (torch._foreach_div, "fp"),
+    "aten::_foreach_div.ScalarList": (lambda a: torch._foreach_div(a, [0.5, -1.0, 2.0]), "f"),
+    "aten::_foreach_div.Tensor": (lambda a: torch._foreach_div(a, torch.tensor(0.3, device=a[0].device)), "f"),
+    "aten::_foreach_maximum.Scalar": (lambda a: torch._foreach_maximum(a, 0.1), "f"),
+    "aten::_foreach_maximum.List": (torch._foreach_maximum, "ff"),
+    "aten::_foreach_minimum.Scalar": (lambda a: torch._foreach_minimum(a, 0.1), "f"),
+    "aten::_foreach_minimum.List": (torch._foreach_minimum, "ff"),
+    "aten::_foreach_clamp_min.Scalar": (lambda a: torch._foreach_clamp_min(a, 0.1), "f"),
+    "aten::_foreach_clamp_min.List": (torch._foreach_clamp_min, "ff"),
+    "aten::_foreach_clamp_max.Scalar": (lambda a: torch._foreach_clamp_max(a, 0.1), "f"),
+    "aten::_foreach_clamp_max.List": (torch._foreach_clamp_max, "ff"),
+    "aten::_foreach_addcmul.Scalar": (lambda a, b, c: torch._foreach_addcmul(a, b, c, value=0.5), "fff"),
+    "aten::_foreach_addcmul.ScalarList": (lambda a, b, c: torch._foreach_addcmul(a, b, c, [0.5, 1.0, -2.0]), "fff"),
+    "aten::_foreach_addcdiv.Scalar": (lambda a, b, c: torch._foreach_addcdiv(a, b, c, value=0.5), "ffp"),
+    "aten::_foreach_addcdiv.ScalarList": (lambda a, b, c: torch._foreach_addcdiv(a, b, c, [0.5, 1.0, -2.0]), "ffp"),
+    "aten::_foreach_lerp.Scalar": (lambda a, b: torch._foreach_lerp(a, b, 0.1), "ff"),
+    "aten::_foreach_lerp.List": (torch._foreach_lerp, "fff"),
+    "aten::_foreach_sqrt": (torch._foreach_sqrt, "p"), "aten::_foreach_exp": (torch._foreach_exp, "f"),
+    "aten::_foreach_neg": (torch._foreach_neg, "f"), "aten::_foreach_abs": (torch._foreach_abs, "f"),
+    "aten::_foreach_reciprocal": (torch._foreach_reciprocal, "p"),
+    "aten::_foreach_sigmoid": (torch._foreach_sigmoid, "f"), "aten::_foreach_tanh": (torch._foreach_tanh, "f"),
+    "aten::_foreach_log": (torch._foreach_log, "p"), "aten::_foreach_sign": (torch._foreach_sign, "f"),
+    "aten::_foreach_sin": (torch._foreach_sin, "f"), "aten::_foreach_cos": (torch._foreach_cos, "f"),
+    "aten::_foreach_rsqrt": (torch._foreach_rsqrt, "p"),
+    "aten::_foreach_norm.Scalar": (lambda a: torch._foreach_norm(a, 2), "f"),
+}
+FOREACH_CASES = [(op, d) for op in sorted(FOREACH) for d in _dtypes(op)]
+
+
+def _foreach_inputs(kinds, shape, dtype):
+    return [_lists(shape, dtype, 1, k)[0] for k in kinds]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("op,dtype", FOREACH_CASES, ids=lambda v: str(v).replace("torch.", ""))
+def test_foreach_family_is_one_launch_per_list(op, dtype, shape, numerics):
+    fn, kinds = FOREACH[op]
+    inputs = _foreach_inputs(kinds, shape, dtype)
+    want = fn(*[[t.float() for t in ls] for ls in inputs])
+    got = fn(*[[t.to(DEV) for t in ls] for ls in inputs])
+    for g, w in zip(got, want):
+        _close(g, w.to(dtype), dtype)
+    assert torch_neuron.device_numerics_stats().get((op, str(dtype)[6:])) == 1   # one launch for the list
+    _check_native(op, str(dtype)[6:])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_default_adamw_and_clip_grad_norm_run_native(dtype, numerics):
+    torch.manual_seed(0)
+    cpu = torch.nn.Sequential(torch.nn.Linear(70, 130), torch.nn.Linear(130, 3)).to(dtype)
+    dev = torch.nn.Sequential(torch.nn.Linear(70, 130), torch.nn.Linear(130, 3)).to(dtype)
+    dev.load_state_dict(cpu.state_dict())
+    dev.to(DEV)
+    opts = [torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1) for m in (cpu, dev)]
+    for _ in range(2):
+        for m, opt in zip((cpu, dev), opts):
+            x = torch.randn(5, 70, generator=torch.Generator().manual_seed(1)).to(dtype)
+            loss = m(x.to(next(m.parameters()).device)).float().pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+            opt.step()
+    for a, b in zip(cpu.parameters(), dev.parameters()):
+        torch.testing.assert_close(b.detach().cpu().float(), a.detach().float(), **TOL[dtype])
+    ops = torch_neuron.get_executed_ops()
+    foreach = {o: c for o, c in ops.items() if "_foreach_" in o}
+    assert foreach and all(c["native"] and not c["fallback"] for c in foreach.values()), foreach
+
+
+# -- movement, losses, backward passes -----------------------------------------------------------
+def _grad(f, *xs):
+    xs = [x.detach().requires_grad_() for x in xs]
+    f(*xs).backward(torch.ones_like(f(*xs)))
+    return tuple(x.grad for x in xs)
+
+
+def _rows(a):
+    return a.reshape(a.shape[0], -1)
+
+
+def _targets(a):
+    return torch.arange(a.shape[0], device=a.device) % a.shape[1]
+
+
+OTHER = {
+    "aten::_foreach_norm.Scalar": None,
+    "aten::linalg_vector_norm": (lambda a: torch.linalg.vector_norm(a), "f"),
+    "aten::cat": (lambda a, b: torch.cat([a, b, a], dim=1), "ff"),
+    "aten::fill_.Scalar": (lambda a: a.clone().fill_(2.5), "f"),
+    "aten::fill_.Tensor": (lambda a: a.clone().fill_(torch.tensor(-1.5)), "f"),
+    "aten::zero_": (lambda a: a.clone().zero_(), "f"),
+    "aten::index_select": (lambda a: a.reshape(a.shape[0], -1).index_select(
+        0, torch.tensor([1, 0, 1, 1], device=a.device) % a.shape[0]), "f"),
+    "aten::nll_loss_forward": (lambda a: F.nll_loss(_rows(a).log_softmax(-1), _targets(_rows(a)), ignore_index=1),
+                               "f"),
+    "aten::nll_loss_backward": (lambda a: _grad(lambda x: F.nll_loss(_rows(x), _targets(_rows(x)), reduction="sum"),
+                                                a)[0], "f"),
+    "aten::_softmax_backward_data": (lambda a, g: torch.ops.aten._softmax_backward_data(g, a.softmax(0), 0, a.dtype),
+                                     "ff"),
+    "aten::_log_softmax_backward_data": (
+        lambda a, g: torch.ops.aten._log_softmax_backward_data(g, a.log_softmax(-1), -1, a.dtype), "ff"),
+    "aten::embedding_dense_backward": (
+        lambda g: torch.ops.aten.embedding_dense_backward(
+            g, torch.arange(g[..., 0].numel(), device=g.device).reshape(g.shape[:-1]) % 37, 40, 2, False), "f"),
+    "aten::max": (lambda a: a.max(), "f"), "aten::min": (lambda a: a.min(), "f"),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("op,dtype", [(op, d) for op in sorted(OTHER) if OTHER[op] for d in _dtypes(op)],
+                         ids=lambda v: str(v).replace("torch.", ""))
+def test_movement_losses_and_backwards(op, dtype, shape, numerics):
+    """Values from the kernels; full sums and means run as sum.dim_IntList / mean.dim over all dims."""
+    fn, kinds = OTHER[op]
+    inputs = _inputs(kinds, shape, dtype)
+    want = fn(*[t.float() for t in inputs]).to(dtype)
+    torch_neuron.clear_device_numerics_stats()
+    torch_neuron.clear_op_tracking()
+    got = fn(*[t.to(DEV) for t in inputs])
+    _close(got, want, dtype)
+    _check_native(op, str(dtype)[6:])
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool, torch.float64, torch.uint8], ids=str)
+def test_data_movement_of_every_width_is_bit_exact(dtype, numerics):
+    g = torch.Generator().manual_seed(3)
+    if dtype == torch.int64:
+        a = torch.randint(-2 ** 62, 2 ** 62, (130, 7), generator=g, dtype=dtype)
+    elif dtype == torch.float64:
+        a = torch.randn(130, 7, generator=g, dtype=dtype)
+    else:
+        a = torch.randint(0, 2, (130, 7), generator=g).to(dtype)
+    b = a.flip(0).contiguous()
+    for fn, op in ((lambda x, y: torch.cat([x, y], 0), "aten::cat"), (lambda x, y: torch.cat([x, y], 1), "aten::cat"),
+                   (lambda x, y: torch.stack([x, y], 1), "aten::cat"), (lambda x, y: x.clone().zero_(), "aten::zero_")):
+        torch_neuron.clear_device_numerics_stats()
+        got = fn(a.to(DEV), b.to(DEV))
+        assert torch.equal(got.cpu(), fn(a, b))
+        assert torch_neuron.device_numerics_stats().get((op, str(dtype)[6:])) == 1
+
+
+def test_int64_arange_and_its_host_policy(numerics):
+    got = torch.arange(3, 300, 2, device=DEV)
+    assert got.dtype == torch.int64 and torch.equal(got.cpu(), torch.arange(3, 300, 2))
+    assert torch_neuron.device_numerics_stats().get(("aten::arange.start_out", "int64")) == 1
+    torch_neuron.clear_op_tracking()
+    big = torch.arange(2 ** 31 - 2, 2 ** 31 + 2, device=DEV)          # past int32: the host computes it
+    assert torch.equal(big.cpu(), torch.arange(2 ** 31 - 2, 2 ** 31 + 2))
+    assert torch_neuron.get_executed_ops()["aten::arange.start_out"] == {"native": 0, "fallback": 1}
+    x = torch.arange(5, device=DEV)
+    torch_neuron.clear_op_tracking()
+    (x + x).cpu()                                                    # int64 arithmetic stays on the host
+    assert torch_neuron.get_executed_ops()["aten::add.Tensor"]["fallback"] == 1
+
+
+def test_every_family_row_is_checked():
+    rows = {op for op, e in neuron_kernels.table().items()
+            if e.columns.get("binder") in ("pointwise", "foreach", "foreach_norm", "vector_norm", "cat",
+                                           "fill", "arange", "index_select", "nll_loss", "nll_loss_backward",
+                                           "softmax_backward", "embedding_backward")
+            or op in ("aten::max", "aten::min", "aten::any", "aten::any.dim", "aten::any.dims", "aten::all",
+                          "aten::all.dim", "aten::all.dims")}
+    checked = set(POINTWISE) | set(FOREACH) | set(OTHER) | {"aten::arange.start_out", "aten::rsub.Scalar"} | set(ANY_ALL)
+    assert rows == checked, rows ^ checked
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_reductions_over_several_and_all_dims(dtype, numerics):
+    x = _rand((6, 130, 5), dtype, 7)
+    cases = [(lambda t: t.sum(), "aten::sum.dim_IntList"), (lambda t: t.sum((0, 2), keepdim=True), "aten::sum.dim_IntList"),
+             (lambda t: t.mean(), "aten::mean.dim"), (lambda t: t.mean((0, 1)), "aten::mean.dim"),
+             (lambda t: t.amax((0, 2)), "aten::amax"), (lambda t: t.amin(), "aten::amin"),
+             (lambda t: t.max(), "aten::max"), (lambda t: t.min(), "aten::min")]
+    for fn, op in cases:
+        torch_neuron.clear_device_numerics_stats()
+        torch_neuron.clear_op_tracking()
+        got = fn(x.to(DEV))
+        _close(got, fn(x.float()).to(dtype), dtype)
+        _check_native(op, str(dtype)[6:])
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_gelu_tanh_backward_is_a_generated_expression(dtype, shape, numerics):
+    x, g = _rand(shape, dtype, 1), _rand(shape, dtype, 2)
+
+    def grad(x, g):
+        x = x.detach().requires_grad_()
+        F.gelu(x, approximate="tanh").backward(g)
+        return x.grad
+    want = grad(x.float(), g.float()).to(dtype)
+    torch_neuron.clear_device_numerics_stats()
+    torch_neuron.clear_op_tracking()
+    _close(grad(x.to(DEV), g.to(DEV)), want, dtype)
+    _check_native("aten::gelu_backward", str(dtype)[6:])
+
+
+ANY_ALL = {"aten::any": lambda m: m.any(), "aten::any.dim": lambda m: m.any(1, keepdim=True),
+           "aten::any.dims": lambda m: m.any((0, 1)), "aten::all": lambda m: m.all(),
+           "aten::all.dim": lambda m: m.all(0), "aten::all.dims": lambda m: m.all((0, 1), keepdim=True)}
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("op", sorted(ANY_ALL))
+def test_any_and_all_of_bool_tensors(op, shape, numerics):
+    for m in (_rand(shape, torch.float32, 5, "b"), torch.ones(shape, dtype=torch.bool),
+              torch.zeros(shape, dtype=torch.bool)):
+        torch_neuron.clear_device_numerics_stats()
+        torch_neuron.clear_op_tracking()
+        got = ANY_ALL[op](m.to(DEV))
+        _close(got, ANY_ALL[op](m), torch.bool)
+        _check_native(op, "bool")
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_mixed_dtype_and_alpha_binary_ops_run_the_generated_kernel(shape, numerics):
+    """AMP's fp32 residual + bf16 branch, and add/sub with alpha: torch's promotion, values from the kernel."""
+    a, b = _rand(shape, torch.float32, 1), _rand(shape, torch.bfloat16, 2)
+    for fn, op in ((lambda x, y: x + y, "aten::add.Tensor"), (lambda x, y: y * x, "aten::mul.Tensor"),
+                   (lambda x, y: torch.sub(x, y, alpha=0.25), "aten::sub.Tensor"),
+                   (lambda x, y: torch.add(x, x, alpha=-3), "aten::add.Tensor"),
+                   (lambda x, y: torch.div(y, x.abs() + 1), "aten::div.Tensor"),
+                   (lambda x, y: torch.maximum(y, x), "aten::maximum")):
+        torch_neuron.clear_device_numerics_stats()
+        torch_neuron.clear_op_tracking()
+        got = fn(a.to(DEV), b.to(DEV))
+        _close(got, fn(a, b), torch.float32)
+        stats = torch_neuron.device_numerics_stats()
+        assert any(k[0] == op for k in stats), stats
+        c = torch_neuron.get_executed_ops()[op]
+        assert c["native"] >= 1 and not c["fallback"], (op, c)
