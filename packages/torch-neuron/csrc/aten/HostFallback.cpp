@@ -28,6 +28,10 @@ c10::ScalarType first_dtype(c10::ScalarType cur, const at::Tensor& t) {
 }  // namespace
 
 void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  host_fallback_as(op, stack, c10::DispatchKey::CPU);
+}
+
+void host_fallback_as(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::DispatchKey cpu_key) {
   const auto& schema = op.schema();
   const auto& args = schema.arguments();
   const size_t nargs = args.size();
@@ -77,7 +81,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (device < 0) {
     // No neuron tensor or device: the op reached the backend through a neuron
     // generator alone; the CPU kernel reports the mismatch as it would for CUDA.
-    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    op.redispatchBoxed(c10::DispatchKeySet(cpu_key), stack);
     return;
   }
   TORCH_CHECK(!cpu_out, "Expected out tensor to have device ", c10::Device(kNeuron, device),
@@ -155,7 +159,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     numerics_inputs = native_inputs(schema, numerics_args);
   }
 
-  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  op.redispatchBoxed(c10::DispatchKeySet(cpu_key), stack);
 
   // Arguments the kernel mutated may have been resized or re-pointed.
   scope.sync_all();
