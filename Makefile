@@ -139,7 +139,7 @@ bench: install
 test-upstream: install
 	@# A patched-torch environment, when present, runs side by side: bring its packages up to date.
 	@if [ -x .venv-patched/bin/python ]; then $(PY) -m tools.patches build; fi
-	$(PY) -m tools.upstream.run
+	$(PY) -m tools.upstream.run --fetch-source
 
 patched-torch: install
 	$(PY) -m tools.patches build

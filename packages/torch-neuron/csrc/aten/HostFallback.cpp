@@ -84,8 +84,10 @@ void host_fallback_as(const c10::OperatorHandle& op, torch::jit::Stack* stack, c
     op.redispatchBoxed(c10::DispatchKeySet(cpu_key), stack);
     return;
   }
+  // CUDA's structured kernels say the first sentence, its other out= kernels the second.
   TORCH_CHECK(!cpu_out, "Expected out tensor to have device ", c10::Device(kNeuron, device),
-              ", but got cpu instead (when running ", info.name, " on neuron)");
+              ", but got cpu instead: out= must be on the same device as the inputs (when running ", info.name,
+              " on neuron)");
   if (cpu_tensor && !info.accepts_cpu_tensors && !info.is_view) {
     device_mismatch(info.name, c10::Device(kNeuron, device), c10::Device(c10::DeviceType::CPU));
   }
