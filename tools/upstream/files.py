@@ -58,14 +58,20 @@ def _records(path):
     return out
 
 
-def run_device(tree, fname, device, python, env, out, *, select=None, budget, timeout, workers):
+def run_device(tree, fname, device, python, env, out, *, select=None, budget, timeout, workers, reuse=False):
     """Runs `fname` on `device` (only the test ids in `select`, if given) and returns
-    {test id: record}; resumes after a crash and stops at the time budget."""
+    ({test id: record}, whether the budget ran out); resumes after a crash. With `reuse`, the
+    records of an earlier completed run in `out` are read instead."""
     stem = pathlib.Path(fname).stem
     results = out / f"{stem}.{device}.jsonl"
     started = out / f"{stem}.{device}.started"
     log = out / f"{stem}.{device}.log"
-    for p in (results, started, log):
+    done_marker = out / f"{stem}.{device}.done"
+    if reuse and done_marker.exists() and results.exists():
+        extra = json.loads(done_marker.read_text())
+        merged = {**_records(results), **extra["extra"]}
+        return {selection.test_id(n): r for n, r in merged.items()}, extra["timed_out"]
+    for p in (results, started, log, done_marker):
         p.unlink(missing_ok=True)
     remaining = set(select) if select is not None else None
     deadline = time.monotonic() + budget
@@ -116,6 +122,7 @@ def run_device(tree, fname, device, python, env, out, *, select=None, budget, ti
             remaining -= ran
         if not remaining:
             break
+    done_marker.write_text(json.dumps({"timed_out": timed_out, "extra": extra}))
     merged = {**done, **extra}
     return {selection.test_id(n): r for n, r in merged.items()}, timed_out
 
@@ -136,7 +143,7 @@ def skip_kind(message):
     return "other"
 
 
-def run_file(tree, fname, python, env, out, *, budget, timeout, workers, cpu_cache=None):
+def run_file(tree, fname, python, env, out, *, budget, timeout, workers, cpu_cache=False, reuse=False):
     stem = pathlib.Path(fname).stem
     entry = {}
     err = _import_error(tree, stem, python, env)
@@ -170,7 +177,7 @@ def run_file(tree, fname, python, env, out, *, budget, timeout, workers, cpu_cac
             expected[t] = e
         to_run.append(t)
     neuron, timed_out = run_device(tree, fname, "neuron", python, env, out, select=to_run, budget=budget,
-                                   timeout=timeout, workers=workers)
+                                   timeout=timeout, workers=workers, reuse=reuse)
     outcomes = collections.Counter()
     skips = collections.Counter()
     failures, stale = [], []
@@ -218,13 +225,13 @@ def run_file(tree, fname, python, env, out, *, budget, timeout, workers, cpu_cac
     return entry
 
 
-def run_files(tree, files, python, out, env, *, budget, timeout, workers, cpu_cache=False):
+def run_files(tree, files, python, out, env, *, budget, timeout, workers, cpu_cache=False, reuse=False):
     out.mkdir(parents=True, exist_ok=True)
     report = {"tree": str(tree), "files": {}, "regressions": []}
     for fname in files:
         print(f"   {fname} ...", flush=True)
         entry = run_file(tree, fname, python, env, out, budget=budget, timeout=timeout, workers=workers,
-                         cpu_cache=cpu_cache)
+                         cpu_cache=cpu_cache or reuse, reuse=reuse)
         report["files"][fname] = entry
         report["regressions"] += [f"{fname}::{f['test']}" for f in entry.get("failures", [])]
         report["regressions"] += [f"{fname}::{t} (stale xfail)" for t in entry.get("stale_tests", [])]

@@ -124,6 +124,9 @@ def main(argv=None):
     p.add_argument("--file-workers", type=int, default=2, help="pytest-xdist workers per upstream file")
     p.add_argument("--patched-files",
                    help="upstream files of the patched-torch run (comma-separated; default: as --files)")
+    p.add_argument("--reuse-results", action="store_true",
+                   help="reuse every completed per-file run of an earlier invocation (cpu and neuron), "
+                        "running only files that have none (resuming an interrupted full run)")
     p.add_argument("--reuse-cpu", action="store_true",
                    help="reuse the cpu pre-pass of an earlier run of the same environment (developing one file)")
     p.add_argument("--pytorch-src", default=os.environ.get("PYTORCH_SRC"), help="PyTorch source tree (PYTORCH_SRC)")
@@ -165,7 +168,8 @@ def main(argv=None):
             print(f"== {name}: upstream files from {tree}", flush=True)
             runs[-1]["files"] = upstream_files.run_files(
                 tree, files, python, out / f"{name}-files", test_env({}), budget=args.file_budget,
-                timeout=min(args.timeout, 120), workers=args.file_workers, cpu_cache=args.reuse_cpu)
+                timeout=min(args.timeout, 120), workers=args.file_workers, cpu_cache=args.reuse_cpu,
+                reuse=args.reuse_results)
         elif files:
             runs[-1]["files"] = {"error": "no PyTorch source tree: set PYTORCH_SRC or pass --fetch-source"}
 
