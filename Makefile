@@ -163,7 +163,7 @@ bench: install
 test-upstream: install
 	@# A patched-torch environment, when present, runs side by side: bring its packages up to date.
 	@if [ -x .venv-patched/bin/python ]; then $(PY) -m tools.patches build; fi
-	$(PY) -m tools.upstream.run
+	$(PY) -m tools.upstream.run --fetch-source
 
 # Every architecture of transformers' MODEL_MAPPING_NAMES; dashboard in build/models/.
 test-models: install

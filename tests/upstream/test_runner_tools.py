@@ -6,12 +6,17 @@ import json
 import pytest
 
 import upstream_common as common
-from tools.upstream import dashboard, expectations, source_tree
+from tools.upstream import dashboard, expectations, files, selection
+
+
+def _all_expectation_files():
+    yield from ((suite, None) for suite in ("ops", "gradients", "modules", "optim"))
+    yield from ((p.stem, files.FILES_EXPECTATIONS) for p in sorted(files.FILES_EXPECTATIONS.glob("*.yaml")))
 
 
 def test_expectation_files_parse_and_carry_reasons():
-    for suite in ("ops", "gradients", "modules", "optim"):
-        loaded = expectations.load(suite)
+    for suite, directory in _all_expectation_files():
+        loaded = expectations.load(suite, directory)
         for entry in loaded.entries:
             assert entry.reason and entry.category in expectations.CATEGORIES
             if entry.category in ("backend bug", "missing kernel"):
@@ -112,7 +117,16 @@ def test_dashboard_reports_test_seconds_per_suite_and_load_average(tmp_path):
 
 
 def test_upstream_file_ids_match_across_devices():
-    assert source_tree._normalise("test_view_ops.TestViewOpsCPU", "test_view_cpu_float32") == \
-        source_tree._normalise("test_view_ops.TestViewOpsPRIVATEUSE1", "test_view_neuron_float32")
-    assert source_tree._normalise("TestOldViewOpsCPU", "test_diagonal_cpu") != \
-        source_tree._normalise("TestOldViewOpsCPU", "test_diagonal_multi_cpu")
+    assert selection.test_id("test_view_ops.py::TestViewOpsCPU::test_view_cpu_float32") == \
+        selection.test_id("test_view_ops.py::TestViewOpsPRIVATEUSE1::test_view_neuron_float32")
+    assert selection.test_id("f.py::TestOldViewOpsCPU::test_diagonal_cpu") != \
+        selection.test_id("f.py::TestOldViewOpsCPU::test_diagonal_multi_cpu")
+    assert selection.is_device_generic("f.py::TestAutogradDeviceTypeCPU::test_x_cpu")
+    assert not selection.is_device_generic("f.py::TestAutograd::test_x")
+
+
+def test_non_native_skips_are_told_apart():
+    assert files.skip_kind("Skipped: Unknown device type") == "largeTensorTest"
+    assert files.SKIP_KINDS[files.skip_kind("Skipped: onlyNativeDeviceTypes: doesn't run on neuron")][0]
+    assert not files.SKIP_KINDS[files.skip_kind("Skipped: Only runs on cuda")][0]
+    assert files.skip_kind("Skipped: test is slow; run with PYTORCH_TEST_WITH_SLOW") == "other"

@@ -79,8 +79,9 @@ def build(runs, smoke=False, seconds=None):
     ok = bool(envs)
     for name, env in envs.items():
         unexpected = sum(env["overall"][k] for k in UNEXPECTED)
-        # Only the vanilla suites gate the exit status; the patched run and upstream files (of
-        # another torch version, without expectation files) are reported beside them.
+        # Only the vanilla run gates the exit status; the patched run is reported beside it.
+        # Upstream files gate through the tests that pass on cpu and carry no expectation.
+        unexpected += len((env.get("files") or {}).get("regressions", []))
         ran_nothing = not env["overall"]["total"] and not env.get("files")
         # pytest exits 0 (all passed) or 1 (some failed); anything else is an interrupted run.
         interrupted = env["returncode"] not in (0, 1, None)
@@ -134,6 +135,7 @@ def markdown(report):
         lines.append(f"| test seconds: {s} | " + " | ".join(
             str(envs[n]["suites"][s]["test_seconds"]) if s in envs[n]["suites"] else "-" for n in names) + " |")
     lines.append("| scope | " + " | ".join("smoke subset" if envs[n].get("smoke") else "full" for n in names) + " |")
+    lines += files_table(envs)
     for n in names:
         env = envs[n]
         lines += ["", f"## {n}", ""]
@@ -185,9 +187,55 @@ def markdown(report):
                 elif f.get("run_error"):
                     lines.append(f"- `{fname}`: {f['run_error']}")
                 else:
-                    lines.append(f"- `{fname}`: neuron {f['neuron_passed']}/{f['cpu_passed']} of the tests that pass on "
-                                 f"cpu ({f['neuron_failed']} fail, {f['neuron_skipped']} skip on neuron)")
+                    lines.append(f"- `{fname}` ({f['seconds']} s): excluded {_by(f['excluded_by'])}; "
+                                 f"skipped on neuron {_by(f['skipped_by'])}"
+                                 + (" [file time budget exhausted]" if f.get("timed_out") else ""))
+                    for fail in f.get("failures", []):
+                        lines.append(f"  - {fail['outcome']}: `{fail['test']}`: {_cell(fail.get('error', ''))}")
+                    for t in f.get("stale_tests", []):
+                        lines.append(f"  - stale xfail: `{t}` passes now")
+                    for r in f.get("unused_expectations", []):
+                        lines.append(f"  - expectation matches no cpu-passing test: {_cell(r)}")
     return "\n".join(lines) + "\n"
+
+
+FILE_COLUMNS = (("collected", "collected"), ("cpu_passed", "cpu-passing"), ("excluded", "excluded"),
+                ("skipped", "skipped"), ("skipped_non_native", "of which non-native skips"),
+                ("passed", "passed"), ("failed", "unexpected"), ("xfailed", "xfailed"))
+
+
+def files_table(envs):
+    """Upstream files: one row per file, the counts of each environment side by side."""
+    names = [n for n in envs if (envs[n].get("files") or {}).get("files")]
+    if not names:
+        return []
+    fnames = list(dict.fromkeys(f for n in names for f in envs[n]["files"]["files"]))
+    head = [f"{n}: {label}" for n in names for _, label in FILE_COLUMNS]
+    lines = ["", "## Upstream test files (from " + envs[names[0]]["files"].get("tree", "?") + ")", "",
+             "Tests of each file that pass on cpu with the same wheel run on neuron, except device-independent "
+             "ones and expectation skips (excluded). Non-native skips: tests torch's decorators skip on a "
+             "device only for not being one of torch's own (onlyNativeDeviceTypes, largeTensorTest); "
+             "onlyCPU/onlyCUDA-style skips are not among them (they skip CUDA too).", "",
+             "| file | " + " | ".join(head) + " |", "|---|" + "---|" * len(head)]
+    totals = {n: collections.Counter() for n in names}
+    for fname in fnames:
+        cells = []
+        for n in names:
+            f = envs[n]["files"]["files"].get(fname, {})
+            if "collected" not in f:
+                cells += ["import error" if f.get("import_error") else (f.get("run_error") and "no cpu run") or "-"]
+                cells += [""] * (len(FILE_COLUMNS) - 1)
+                continue
+            for key, _ in FILE_COLUMNS:
+                cells.append(str(f[key]))
+                totals[n][key] += f[key]
+        lines.append(f"| `{fname}` | " + " | ".join(cells) + " |")
+    lines.append("| **all** | " + " | ".join(f"**{totals[n][k]}**" for n in names for k, _ in FILE_COLUMNS) + " |")
+    return lines
+
+
+def _by(counts):
+    return ", ".join(f"{v} {k}" for k, v in counts.items()) if counts else "none"
 
 
 def _cell(text):
@@ -217,7 +265,7 @@ def summary_line(report, out):
         for fname, f in files.get("files", {}).items():
             if f.get("import_error"):
                 parts.append(f"{name} {fname}: does not import")
-            elif "neuron_passed" in f:
-                parts.append(f"{name} {fname}: {f['neuron_passed']}/{f['cpu_passed']} of cpu-passing tests pass")
+            elif "passed" in f:
+                parts.append(f"{name} {fname}: {f['passed']}/{f['run']} pass, {f['failed']} unexpected")
     status = "OK" if report["ok"] else "FAILED"
     return f"test-upstream {status}: " + "; ".join(parts) + f" -> {pathlib.Path(out) / 'dashboard.md'}"

@@ -5,6 +5,7 @@
     python -m tools.upstream.run --suite ops --only add,mul
     PYTORCH_SRC=~/pytorch python -m tools.upstream.run --files test_view_ops.py,test_optim.py
     python -m tools.upstream.run --fetch-source --files test_view_ops.py
+    python -m tools.upstream.run --suite none --files test_indexing.py --reuse-cpu   # iterate on one file
 
 Results go to build/upstream/ (dashboard.json, dashboard.md, one JSONL per environment).
 The exit status is non-zero when a test fails unexpectedly, an xfail went stale, or the
@@ -21,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from . import dashboard, source_tree
+from . import dashboard, files as upstream_files, source_tree
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SUITES = {
@@ -30,7 +31,6 @@ SUITES = {
     "modules": "tests/upstream/test_modules.py",
     "optim": "tests/upstream/test_optim.py",
 }
-DEFAULT_FILES = ("test_view_ops.py",)
 
 
 def environments(args):
@@ -117,7 +117,18 @@ def main(argv=None):
     p.add_argument("--patched-scope", choices=("smoke", "full"), default="full",
                    help="what the patched-torch run covers (default: the same suites as the vanilla "
                         "run, so the dashboard compares like with like)")
-    p.add_argument("--files", help="upstream test files to run from PYTORCH_SRC (comma-separated)")
+    p.add_argument("--files", help="upstream test files to run from PYTORCH_SRC (comma-separated; default: "
+                   "the files of tools/upstream/files.py, none with --smoke)")
+    p.add_argument("--file-budget", type=int, default=1800,
+                   help="seconds per upstream file and device; a run past it stops, the rest counts as not run")
+    p.add_argument("--file-workers", type=int, default=2, help="pytest-xdist workers per upstream file")
+    p.add_argument("--patched-files",
+                   help="upstream files of the patched-torch run (comma-separated; default: as --files)")
+    p.add_argument("--reuse-results", action="store_true",
+                   help="reuse every completed per-file run of an earlier invocation (cpu and neuron), "
+                        "running only files that have none (resuming an interrupted full run)")
+    p.add_argument("--reuse-cpu", action="store_true",
+                   help="reuse the cpu pre-pass of an earlier run of the same environment (developing one file)")
     p.add_argument("--pytorch-src", default=os.environ.get("PYTORCH_SRC"), help="PyTorch source tree (PYTORCH_SRC)")
     p.add_argument("--fetch-source", action="store_true",
                    help="without a tree, fetch Debian's pytorch source package into third_party/")
@@ -146,15 +157,20 @@ def main(argv=None):
         else:
             runs.append({"name": name, "python": python, "smoke": smoke, "returncode": 0, "seconds": 0,
                          "results": None, "log": None, "health": None})
-        if args.files is not None:
+        if name == "patched" and args.patched_files is not None:
+            files = [f for f in args.patched_files.split(",") if f]
+        elif args.files is not None:
             files = [f for f in args.files.split(",") if f]
         else:
-            files = [] if args.smoke else list(DEFAULT_FILES)
-        tree = source_tree.locate(args.pytorch_src, fetch=args.fetch_source)
+            files = [] if args.smoke else list(upstream_files.FILES)
+        tree = source_tree.locate(args.pytorch_src, fetch=args.fetch_source) if files else None
         if files and tree is not None:
-            runs[-1]["files"] = source_tree.run_files(tree, files, python, out / f"{name}-files",
-                                                      test_env({}), args.timeout)
-        elif files and args.files is not None:
+            print(f"== {name}: upstream files from {tree}", flush=True)
+            runs[-1]["files"] = upstream_files.run_files(
+                tree, files, python, out / f"{name}-files", test_env({}), budget=args.file_budget,
+                timeout=min(args.timeout, 120), workers=args.file_workers, cpu_cache=args.reuse_cpu,
+                reuse=args.reuse_results)
+        elif files:
             runs[-1]["files"] = {"error": "no PyTorch source tree: set PYTORCH_SRC or pass --fetch-source"}
 
     report = dashboard.build(runs, smoke=args.smoke, seconds=round(time.monotonic() - started, 1))

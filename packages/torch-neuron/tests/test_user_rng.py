@@ -133,3 +133,15 @@ def test_dropout_under_checkpoint_gives_same_grads(use_reentrant):
         assert torch.equal(a, b)
     # the dropout mask matters: another seed gives other gradients
     assert not torch.equal(run(True, seed=1)[1], gx_ref)
+
+
+@pytest.mark.parametrize("dtype, fits, too_large", [
+    (torch.uint8, 2**8, 2**8 + 1), (torch.int16, 2**15, 2**15 + 1), (torch.half, 2**11 + 1, 2**11 + 2),
+])
+def test_randperm_refuses_n_its_result_dtype_cannot_hold_as_cpu_does(dtype, fits, too_large):
+    for device in ("cpu", DEV):
+        out = torch.empty(0, dtype=dtype, device=device)
+        torch.randperm(fits, out=out)
+        assert sorted(out.cpu().long().tolist()) == list(range(fits))
+        with pytest.raises(RuntimeError, match="too large|cannot be greater|overflow"):
+            torch.randperm(too_large, out=out)

@@ -146,6 +146,29 @@ def test_to_neuron_keeps_tied_weights_and_parameter_identity():
     assert model.head.weight is model.emb.weight
 
 
+@pytest.mark.parametrize("make, shape", [
+    (lambda: nn.LazyLinear(4), (3, 5)),
+    (lambda: nn.LazyConv2d(4, 3), (2, 3, 6, 6)),
+    (lambda: nn.Sequential(nn.LazyConv1d(2, 3), nn.LazyBatchNorm1d(), nn.Flatten(), nn.LazyLinear(3)), (2, 3, 7)),
+], ids=["LazyLinear", "LazyConv2d", "lazy-stack"])
+def test_lazy_modules_moved_to_neuron_infer_shapes_like_cpu(make, shape):
+    # Module.to keeps Parameter objects on neuron; a lazy module's must stay uninitialized, so
+    # the first forward infers the input size as it does on CPU and after construction on neuron.
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
+    dev_mod = make().to("neuron")
+    assert all(isinstance(p, nn.parameter.UninitializedParameter) for p in dev_mod.parameters())
+    assert all(p.device == DEV for p in dev_mod.parameters())
+    out_dev = dev_mod(x.to("neuron"))
+    assert all(type(p) is nn.Parameter and p.device == DEV for p in dev_mod.parameters())
+    # The device initialises from its own generator: CPU runs with the weights neuron drew.
+    cpu_mod = make()
+    cpu_mod(x)
+    cpu_mod.load_state_dict({k: v.cpu() for k, v in dev_mod.state_dict().items()})
+    torch.testing.assert_close(out_dev.detach().cpu(), cpu_mod(x).detach(), rtol=1e-5, atol=1e-5)
+    out_dev.sum().backward()
+    assert all(p.grad is not None and p.grad.device == DEV for p in dev_mod.parameters())
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="torch 2.13's C++ set_data check (TensorImpl::has_compatible_shallow_copy_type) omits "

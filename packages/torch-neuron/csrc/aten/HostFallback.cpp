@@ -28,6 +28,10 @@ c10::ScalarType first_dtype(c10::ScalarType cur, const at::Tensor& t) {
 }  // namespace
 
 void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  host_fallback_as(op, stack, c10::DispatchKey::CPU);
+}
+
+void host_fallback_as(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::DispatchKey cpu_key) {
   const auto& schema = op.schema();
   const auto& args = schema.arguments();
   const size_t nargs = args.size();
@@ -77,11 +81,13 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (device < 0) {
     // No neuron tensor or device: the op reached the backend through a neuron
     // generator alone; the CPU kernel reports the mismatch as it would for CUDA.
-    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    op.redispatchBoxed(c10::DispatchKeySet(cpu_key), stack);
     return;
   }
+  // CUDA's structured kernels say the first sentence, its other out= kernels the second.
   TORCH_CHECK(!cpu_out, "Expected out tensor to have device ", c10::Device(kNeuron, device),
-              ", but got cpu instead (when running ", info.name, " on neuron)");
+              ", but got cpu instead: out= must be on the same device as the inputs (when running ", info.name,
+              " on neuron)");
   if (cpu_tensor && !info.accepts_cpu_tensors && !info.is_view) {
     device_mismatch(info.name, c10::Device(kNeuron, device), c10::Device(c10::DeviceType::CPU));
   }
@@ -150,7 +156,7 @@ void host_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     numerics_inputs = native_inputs(schema, numerics_args);
   }
 
-  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  op.redispatchBoxed(c10::DispatchKeySet(cpu_key), stack);
 
   // Arguments the kernel mutated may have been resized or re-pointed.
   scope.sync_all();

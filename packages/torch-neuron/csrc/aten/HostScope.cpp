@@ -80,6 +80,7 @@ at::Tensor HostScope::alias(const at::Tensor& t) {
   for (auto& tp : tensors_) {
     if (tp.device == t.unsafeGetTensorImpl()) return tp.host;
   }
+  if (C10_UNLIKELY(has_layout_parts(t))) return alias_layout(t);
   c10::Storage hs = host_storage_for(t.storage());
   auto h = at::detail::make_tensor<c10::TensorImpl>(
       std::move(hs), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
@@ -112,6 +113,7 @@ c10::StorageImpl* HostScope::device_storage_of(const c10::Storage& host) {
 
 at::Tensor HostScope::result(const at::Tensor& host) {
   if (!host.defined() || host.device().type() != c10::DeviceType::CPU) return host;
+  if (C10_UNLIKELY(host.layout() != c10::kStrided)) return result_layout(host);
   for (auto& tp : tensors_) {
     if (tp.host.unsafeGetTensorImpl() == host.unsafeGetTensorImpl()) {
       for (auto& p : storages_) sync_storage(p);
@@ -119,6 +121,7 @@ at::Tensor HostScope::result(const at::Tensor& host) {
       return at::Tensor(c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>::reclaim_copy(tp.device));
     }
   }
+  if (C10_UNLIKELY(host.is_quantized())) return result_layout(host);
   c10::Storage ds(c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(device_storage_of(host.storage())));
   // The full constructor adds the autograd and autocast keys (outside inference mode).
   auto t = at::detail::make_tensor<c10::TensorImpl>(
@@ -135,6 +138,7 @@ at::Tensor HostScope::result(const at::Tensor& host) {
 void HostScope::sync_all() {
   for (auto& p : storages_) sync_storage(p);
   for (auto& tp : tensors_) sync_pair(tp);
+  for (auto& lp : layouts_) sync_layout(lp);
 }
 
 void HostScope::sync_mutated(const at::Tensor& device_tensor) {

@@ -31,6 +31,10 @@ class HostScope {
   void sync_all();
   c10::DeviceIndex device() const { return device_; }
 
+  // Sparse (COO, compressed) and quantized tensors: host forms over aliases of their parts,
+  // and device forms of host results (HostLayouts.cpp).
+  static bool has_layout_parts(const at::Tensor& t) { return t.layout() != c10::kStrided || t.is_quantized(); }
+
  private:
   // Device-side objects are borrowed: the op's arguments outlive the scope, and
   // holding a tensor a Python object also owns would take the GIL on every
@@ -46,6 +50,14 @@ class HostScope {
     c10::TensorImpl* device;
     at::Tensor host;
   };
+  struct LayoutPair {
+    c10::TensorImpl* device;
+    at::Tensor host;
+    const void* host_quantizer;  // quantized: the quantizer the host form was given
+  };
+  at::Tensor alias_layout(const at::Tensor& t);
+  at::Tensor result_layout(const at::Tensor& host);
+  void sync_layout(LayoutPair& lp);
   c10::Storage host_storage_for(const c10::Storage& device_storage);
   c10::StorageImpl* device_storage_of(const c10::Storage& host_storage);
   void sync_storage(StoragePair& p);
@@ -55,6 +67,7 @@ class HostScope {
   ExecutionDeviceScope exec_;
   c10::SmallVector<StoragePair, 6> storages_;
   c10::SmallVector<TensorPair, 6> tensors_;
+  c10::SmallVector<LayoutPair, 2> layouts_;  // sparse and quantized arguments
 };
 
 }  // namespace torch_neuron

@@ -88,7 +88,13 @@ at::Tensor multinomial(const at::Tensor& self, int64_t n, bool replacement, Gen 
 // A permutation as the order of n random 64-bit keys (ties broken by index).
 at::Tensor& randperm_out(int64_t n, Gen gen, at::Tensor& out) {
   TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
-  if (at::isFloatingType(out.scalar_type())) {
+  if (at::isIntegralType(out.scalar_type(), /*includeBool=*/false)) {
+    // CPU's check: the largest value, n - 1, must fit the result's dtype.
+    AT_DISPATCH_INTEGRAL_TYPES(out.scalar_type(), "randperm", [&] {
+      TORCH_CHECK(n == 0 || n - 1 <= static_cast<int64_t>(std::numeric_limits<scalar_t>::max()),
+                  "n is too large for result tensor type: '", out.toString(), "'");
+    });
+  } else if (at::isFloatingType(out.scalar_type())) {
     NEURON_DISPATCH_FLOATING(out.scalar_type(), "randperm", [&] {
       const int64_t limit = (int64_t(1) << std::numeric_limits<scalar_t>::digits) + 1;
       TORCH_CHECK(n <= limit, "n cannot be greater than 2^", std::numeric_limits<scalar_t>::digits, "+1 for ",

@@ -97,6 +97,7 @@ PYBIND11_MODULE(_C, m) {
     install_host_allocation_redirect();
     set_main_thread();
     register_functional_host_kernels();
+    register_layout_host_kernels();
   });
   m.def("_is_in_bad_fork", &in_bad_fork);
   m.def("device_count", [] { return static_cast<int>(device_count()); });

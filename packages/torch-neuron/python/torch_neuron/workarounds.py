@@ -210,8 +210,13 @@ def _restore_parameters(owners: dict) -> None:
         if first_new is None or not _crosses_backend(old, first_new):
             continue
         keep = old
+        # swap_tensors swaps classes too; Module.to keeps a Parameter's class where torch keeps the
+        # object (set_data), which is what keeps a lazy module's UninitializedParameter lazy.
+        cls = type(old)
         try:
             torch.utils.swap_tensors(old, first_new)
+            if type(old) is not cls:
+                old.__class__ = cls
         except RuntimeError as e:
             warnings.warn(
                 f"torch_neuron: could not keep the identity of a Parameter moved to/from neuron ({e}); "
