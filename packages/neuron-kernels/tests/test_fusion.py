@@ -89,7 +89,7 @@ def test_scalar_steps_fold_into_their_reader_and_keep_values():
     chain = _gelu_tanh_chain(256, 384)
     src = kernel_source(chain, "gelu_tanh")
     # x * c > tanh is one activation with a scale; x ** 3 > * c is one two-op tensor_scalar.
-    assert "nl.activation('tanh', v3, bias=None, scale=0.7978845608028654" in src
+    assert "nl.activation('tanh', v3_0, bias=None, scale=0.7978845608028654" in src
     assert "op1='multiply', operand1=0.044715" in src
     x = np.random.default_rng(3).standard_normal((256, 384)).astype(np.float32)
     xd = x.astype(np.float64)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import linecache
+import re
 
 from .. import language as nl
 from ..kernels._tiling import P
@@ -22,6 +23,8 @@ MAX_COLS = 8192
 # Free-dimension chunk of a flat (pointwise-only) chain: small enough that every step's tile,
 # double-buffered, fits in SBUF for long chains, large enough to amortise instruction overhead.
 FLAT_CHUNK = 512
+# Row blocks computed side by side per loop iteration (see ``_interleave``).
+LANES = 2
 
 
 def is_flat(chain: Chain) -> bool:
@@ -157,6 +160,7 @@ class _Plan:
         loaded of the capable engines for the rest (estimated busy time per row block)."""
         load = dict.fromkeys(_GHZ, 0.0)
         out = {}
+        flexible = []
         for j, ins in self.ins.items():
             if j in self.folded or ins["kind"] == "fused_reduce":
                 continue
@@ -170,16 +174,23 @@ class _Plan:
                 cands = ("vector", "gpsimd")
             else:
                 cands = ("vector", "gpsimd", "scalar")
-            best, best_t = None, None
+            costs = {}
             for e in cands:
                 cyc = max(64, n * (2 if kind == "tt" else 1))
                 if e == "vector" and kind in ("ts", "copy") and self.chain.steps[j].dtype in ("bfloat16", "float16") \
                         and all(self._dtype(a) in ("bfloat16", "float16") for a in self._reads(ins)):
                     cyc = max(64, cyc / 4)
-                t = (cyc + _ACCESS) / _GHZ[e]
-                if best is None or load[e] + t < load[best] + best_t:
-                    best, best_t = e, t
-            load[best] += best_t
+                costs[e] = (cyc + _ACCESS) / _GHZ[e]
+            if len(cands) == 1:
+                load[cands[0]] += costs[cands[0]]
+                out[j] = cands[0]
+            else:
+                flexible.append((j, costs))
+        # Longest first onto the engine that finishes it earliest (the pipelined row blocks are
+        # bound by the busiest engine, not by step order).
+        for j, costs in sorted(flexible, key=lambda jc: -min(jc[1].values())):
+            best = min(costs, key=lambda e: (load[e] + costs[e], e != "vector"))
+            load[best] += costs[best]
             out[j] = best
         return out
 
@@ -190,6 +201,27 @@ class _Plan:
 
     def _dtype(self, a):
         return self.chain.steps[a[1]].dtype if a[0] == "v" else self.chain.inputs[a[1]].dtype
+
+
+_LANE_NAMES = re.compile(r"\b(x\d+|v\d+|f0|fs|r0|rs)\b")
+
+
+def _interleave(body: list[str], guard: str) -> list[str]:
+    """The loop body once per lane (row block), statement by statement: each engine runs its
+    instructions in order, so interleaving two independent blocks lets one block's instruction
+    fill the wait on the other's dependency (software pipelining)."""
+    lanes = []
+    for ln in range(LANES):
+        def rename(m, ln=ln):
+            w = m.group(1)
+            return f"{w[0]}{ln}" if w in ("f0", "r0") else f"{w}{ln}" if w in ("fs", "rs") else f"{w}_{ln}"
+        lanes.append([_LANE_NAMES.sub(rename, line) for line in body])
+    out = []
+    for i in range(len(body)):
+        for ln in range(LANES):
+            line = lanes[ln][i]
+            out.append(line if ln == 0 else f"        if {guard}{ln} > 0: {line.strip()}")
+    return out
 
 
 def kernel_source(chain: Chain, name: str) -> str:
@@ -213,16 +245,23 @@ def kernel_source(chain: Chain, name: str) -> str:
                 lines.append(f"    in{i} = in{i}.reshape(({P}, {F}))")
         for k in range(len(chain.outputs)):
             lines.append(f"    out{k}_flat = out{k}.reshape(({P}, {F}))")
-        lines.append(f"    for f0 in range(0, {F}, {FLAT_CHUNK}):")
-        lines.append(f"        fs = min({FLAT_CHUNK}, {F} - f0)")
+        lines.append(f"    for f0 in range(0, {F}, {LANES * FLAT_CHUNK}):")
+        for ln in range(LANES):
+            lines += [f"        f{ln} = f0 + {ln * FLAT_CHUNK}"] if ln else []
+            lines.append(f"        fs{ln} = min({FLAT_CHUNK}, {F} - f{ln})")
         block, rs, store = "[:, f0:f0 + fs]", str(P), "_flat[:, f0:f0 + fs]"
         free = min(FLAT_CHUNK, F)
+        guard = "fs"
     else:
-        lines.append(f"    for r0 in range(0, {R}, {P}):")
-        lines.append(f"        rs = min({P}, {R} - r0)")
+        lines.append(f"    for r0 in range(0, {R}, {LANES * P}):")
+        for ln in range(LANES):
+            lines += [f"        r{ln} = r0 + {ln * P}"] if ln else []
+            lines.append(f"        rs{ln} = min({P}, {R} - r{ln})")
         block, rs, store = "[r0:r0 + rs, :]", "rs", "[r0:r0 + rs, :]"
         free = C
+        guard = "rs"
     engine = plan.engines(free)
+    head, lines = lines, []
     for i in used:
         lay = chain.inputs[i].layout
         src = f"in{i}{block}" if lay in ("full", "col") else f"in{i}.broadcast_partitions({rs})"
@@ -262,6 +301,7 @@ def kernel_source(chain: Chain, name: str) -> str:
             lines.append(f"        v{j} = nl.{s.op}({ops}, dtype={dt}, engine={eng!r})")
     for k, o in enumerate(chain.outputs):
         lines.append(f"        nl.store(out{k}{store}, v{o})")
+    lines = head + _interleave(lines, guard)
     lines.append("    return " + (", ".join(f"out{k}" for k in range(len(chain.outputs))) or "None"))
     return "\n".join(lines) + "\n"
 
