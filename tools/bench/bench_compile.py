@@ -97,7 +97,7 @@ def main(argv=None) -> int:
         o = measure(lambda x=x, y=y: step(compiled, m_o, o_o, x, y, args.amp, opt_step), device)
         if i == 0:
             compile_s = c[3]   # the first compiled step: Dynamo + AOT + lowering + kernel generation
-            compile_opt_s = o[3] - c[3]
+            compile_opt_s = o[3]  # its own Dynamo pass over opt.step, plus the model's graph for m_o
         if i >= args.warmup:
             rows.append((e, c, o))
     med = statistics.median
@@ -123,7 +123,7 @@ def main(argv=None) -> int:
     print(f"{'HBM bytes of the fused chains (all steps)':<44} {per_step_hbm[1]:>12} {per_step_hbm[0]:>12} "
           f"{per_step_hbm[0] / max(per_step_hbm[1], 1):>8.3f} {'':>8}")
     print(f"{'compile time, first step (s)':<44} {'':>12} {compile_s:>12.1f} {'':>8} {'<= 60':>8}")
-    print(f"{'compile time of opt.step, first step (s)':<44} {'':>12} {'':>12} {'':>8} {'':>8} "
+    print(f"{'first step with opt.step compiled (s)':<44} {'':>12} {'':>12} {'':>8} {'':>8} "
           f"{compile_opt_s:>12.1f}")
     print(f"max |loss eager - loss compiled|: {loss_diff:.2e}; with opt.step compiled: {loss_diff_o:.2e}")
     print(f"fused kernels: {len(s['fused_kernels'])}, eager nodes: {s['eager_nodes']}, fallback nodes: "
