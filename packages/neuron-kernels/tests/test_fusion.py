@@ -69,3 +69,50 @@ def test_bf16_steps_round_like_the_unfused_ops():
 def test_unsupported_chains_are_rejected(chain, message):
     with pytest.raises(ChainError, match=message):
         kernel_source(chain, "bad")
+
+
+def _gelu_tanh_chain(rows, cols):
+    # aten's tanh-GELU decomposition: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x**3)))
+    return Chain(rows, cols, (Operand("full", "float32"),), (
+        Step("multiply", (("in", 0), ("c", 0.5)), "float32"),
+        Step("power", (("in", 0), ("c", 3.0)), "float32"),
+        Step("multiply", (("v", 1), ("c", 0.044715)), "float32"),
+        Step("add", (("in", 0), ("v", 2)), "float32"),
+        Step("multiply", (("v", 3), ("c", 0.7978845608028654)), "float32"),
+        Step("tanh", (("v", 4),), "float32"),
+        Step("add", (("v", 5), ("c", 1.0)), "float32"),
+        Step("multiply", (("v", 0), ("v", 6)), "float32"),
+    ), (7,))
+
+
+def test_scalar_steps_fold_into_their_reader_and_keep_values():
+    chain = _gelu_tanh_chain(256, 384)
+    src = kernel_source(chain, "gelu_tanh")
+    # x * c > tanh is one activation with a scale; x ** 3 > * c is one two-op tensor_scalar.
+    assert "nl.activation('tanh', v3_0, bias=None, scale=0.7978845608028654" in src
+    assert "op1='multiply', operand1=0.044715" in src
+    x = np.random.default_rng(3).standard_normal((256, 384)).astype(np.float32)
+    xd = x.astype(np.float64)
+    ref = 0.5 * xd * (1 + np.tanh(0.7978845608028654 * (xd + 0.044715 * xd ** 3)))
+    k = generate(chain, "gelu_tanh")
+    np.testing.assert_allclose(k.run(x), ref, rtol=1e-5, atol=1e-6)
+    # Two 512-element chunks of [128, 768]; each: a load, 6 instructions for the 8 steps, a store.
+    assert k.schedule(x).n_instructions == 2 * 8
+
+
+def test_bias_fold_and_activation_reduce_match_numpy():
+    chain = Chain(200, 96, (Operand("full", "float32"), Operand("col", "float32")), (
+        Step("subtract", (("in", 0), ("in", 1)), "float32"),
+        Step("exp", (("v", 0),), "float32"),
+        Step("sum", (("v", 1),), "float32"),
+        Step("log", (("v", 2),), "float32"),
+        Step("add", (("v", 3), ("in", 1)), "float32"),
+    ), (1, 4))
+    src = kernel_source(chain, "lse")
+    assert "reduce_op='add'" in src
+    rng = np.random.default_rng(4)
+    x, m = rng.standard_normal((200, 96)).astype(np.float32), rng.standard_normal((200, 1)).astype(np.float32)
+    e, lse = generate(chain, "lse").run(x, m)
+    ed = np.exp(x.astype(np.float64) - m)
+    np.testing.assert_allclose(e, ed, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(lse, np.log(ed.sum(axis=1, keepdims=True)) + m, rtol=1e-5, atol=1e-6)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import linecache
+import re
 
 from .. import language as nl
 from ..kernels._tiling import P
@@ -22,6 +23,8 @@ MAX_COLS = 8192
 # Free-dimension chunk of a flat (pointwise-only) chain: small enough that every step's tile,
 # double-buffered, fits in SBUF for long chains, large enough to amortise instruction overhead.
 FLAT_CHUNK = 512
+# Row blocks computed side by side per loop iteration (see ``_interleave``).
+LANES = 2
 
 
 def is_flat(chain: Chain) -> bool:
@@ -34,6 +37,191 @@ def is_flat(chain: Chain) -> bool:
 
 def _imm(x: float) -> str:
     return repr(float(x))
+
+
+# ScalarE activation functions a unary step maps to; they fold a preceding x * scale + bias.
+ACTIVATIONS = frozenset(["exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "silu", "sqrt",
+                         "rsqrt", "square", "abs", "negative", "reciprocal", "erf", "sin", "cos", "sign"])
+# Binary ops an ALU instruction applies against a per-partition scalar or an immediate.
+SCALAR_OPS = frozenset(["add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "greater",
+                        "greater_equal", "less", "less_equal", "equal", "not_equal"])
+# Engine clocks (GHz, trn2) and the ~60-cycle access overhead per instruction, for balancing the
+# chain's instructions over the engines that can run them (timing model, C §4.3/§4.4).
+_GHZ = {"vector": 0.96, "gpsimd": 1.2, "scalar": 1.2}
+_ACCESS = 60
+
+
+class _Plan:
+    """The chain's steps as instructions: each ``ins`` entry emits one ISA instruction for one or
+    more steps. Only float32 intermediates with a single reader are folded into their reader, so
+    every rounding point of the unfused ops is kept."""
+
+    def __init__(self, chain: Chain, layouts):
+        self.chain, self.layouts = chain, layouts
+        self.uses = [0] * len(chain.steps)
+        for s in chain.steps:
+            for a in s.args:
+                if a[0] == "v":
+                    self.uses[a[1]] += 1
+        for o in chain.outputs:
+            self.uses[o] += 2
+        self.ins: dict[int, dict] = {}     # step -> instruction producing v{step}
+        self.folded: set[int] = set()
+
+    def kind(self, a) -> str:
+        if a[0] == "c":
+            return "imm"
+        if a[0] == "v":
+            return self.layouts[a[1]]
+        lay = self.chain.inputs[a[1]].layout
+        return "full" if lay == "row" else "col" if lay == "scalar" else lay
+
+    def scalar_form(self, j):
+        """(tensor operand, op, scalar operand, reverse) when step j is one tensor_scalar op."""
+        s = self.chain.steps[j]
+        if s.op not in SCALAR_OPS or len(s.args) != 2:
+            return None
+        a, b = s.args
+        ka, kb = self.kind(a), self.kind(b)
+        lay = self.layouts[j]
+
+        def scalar_ok(k):
+            return k == "imm" or (k == "col" and lay == "full")
+
+        if ka == lay and scalar_ok(kb):
+            return a, s.op, b, False
+        if kb == lay and scalar_ok(ka):
+            return b, s.op, a, True
+        return None
+
+    def foldable(self, a) -> bool:
+        """v{i} may be computed inside its only reader (not stored, not read twice, fp32)."""
+        return (a[0] == "v" and self.uses[a[1]] == 1 and a[1] not in self.folded
+                and self.chain.steps[a[1]].dtype == "float32" and self.ins.get(a[1], {}).get("kind") == "ts"
+                and self.ins[a[1]].get("op1") is None)
+
+    def build(self):
+        for j, s in enumerate(self.chain.steps):
+            if s.op in REDUCTIONS:
+                self.ins[j] = self._reduction(j)
+            elif s.op in ACTIVATIONS:
+                self.ins[j] = self._activation(j)
+            elif self.scalar_form(j) is not None:
+                self.ins[j] = self._tensor_scalar(j)
+            elif s.op == "copy":
+                self.ins[j] = {"kind": "copy", "src": s.args[0]}
+            else:
+                self.ins[j] = {"kind": "tt", "args": s.args}
+        return self
+
+    def _fold(self, i):
+        self.folded.add(i)
+        return self.ins[i]
+
+    def _activation(self, j):
+        x = self.chain.steps[j].args[0]
+        scale, bias = ("c", 1.0), None
+        if self.foldable(x):
+            t = self.ins[x[1]]
+            if t["op0"] == "add" or (t["op0"] == "subtract" and not t["rev0"] and t["operand0"][0] == "c"):
+                self._fold(x[1])
+                bias = t["operand0"] if t["op0"] == "add" else ("c", -t["operand0"][1])
+                x = t["src"]
+                if self.foldable(x):
+                    t = self.ins[x[1]]
+                    if t["op0"] == "multiply":
+                        self._fold(x[1])
+                        scale, x = t["operand0"], t["src"]
+            elif t["op0"] == "multiply":
+                self._fold(x[1])
+                scale, x = t["operand0"], t["src"]
+        return {"kind": "act", "func": self.chain.steps[j].op, "src": x, "scale": scale, "bias": bias}
+
+    def _tensor_scalar(self, j):
+        x, op, c, rev = self.scalar_form(j)
+        if self.foldable(x):
+            t = self._fold(x[1])
+            return {"kind": "ts", "src": t["src"], "op0": t["op0"], "operand0": t["operand0"], "rev0": t["rev0"],
+                    "op1": op, "operand1": c, "rev1": rev}
+        return {"kind": "ts", "src": x, "op0": op, "operand0": c, "rev0": rev, "op1": None}
+
+    def _reduction(self, j):
+        s = self.chain.steps[j]
+        x = s.args[0]
+        # exp > sum and friends: ScalarE reduces along the free axis as it writes the activation.
+        if (s.op == "sum" and s.dtype == "float32" and x[0] == "v" and self.ins[x[1]]["kind"] == "act"
+                and "reduce" not in self.ins[x[1]] and self.layouts[x[1]] == "full"):
+            self.ins[x[1]]["reduce"] = j
+            return {"kind": "fused_reduce", "of": x[1]}
+        return {"kind": "reduce", "src": x}
+
+    def engines(self, flat_free: int) -> dict[int, str]:
+        """Each instruction's engine: ScalarE for activations, VectorE for reductions, the least
+        loaded of the capable engines for the rest (estimated busy time per row block)."""
+        load = dict.fromkeys(_GHZ, 0.0)
+        out = {}
+        flexible = []
+        for j, ins in self.ins.items():
+            if j in self.folded or ins["kind"] == "fused_reduce":
+                continue
+            n = 1 if self.layouts[j] == "col" else flat_free
+            kind = ins["kind"]
+            if kind == "act":
+                cands = ("scalar",)
+            elif kind == "reduce":
+                cands = ("vector",)
+            elif kind == "tt":
+                cands = ("vector", "gpsimd")
+            else:
+                cands = ("vector", "gpsimd", "scalar")
+            costs = {}
+            for e in cands:
+                cyc = max(64, n * (2 if kind == "tt" else 1))
+                if e == "vector" and kind in ("ts", "copy") and self.chain.steps[j].dtype in ("bfloat16", "float16") \
+                        and all(self._dtype(a) in ("bfloat16", "float16") for a in self._reads(ins)):
+                    cyc = max(64, cyc / 4)
+                costs[e] = (cyc + _ACCESS) / _GHZ[e]
+            if len(cands) == 1:
+                load[cands[0]] += costs[cands[0]]
+                out[j] = cands[0]
+            else:
+                flexible.append((j, costs))
+        # Longest first onto the engine that finishes it earliest (the pipelined row blocks are
+        # bound by the busiest engine, not by step order).
+        for j, costs in sorted(flexible, key=lambda jc: -min(jc[1].values())):
+            best = min(costs, key=lambda e: (load[e] + costs[e], e != "vector"))
+            load[best] += costs[best]
+            out[j] = best
+        return out
+
+    def _reads(self, ins):
+        if ins["kind"] == "tt":
+            return [a for a in ins["args"] if a[0] != "c"]
+        return [ins["src"]]
+
+    def _dtype(self, a):
+        return self.chain.steps[a[1]].dtype if a[0] == "v" else self.chain.inputs[a[1]].dtype
+
+
+_LANE_NAMES = re.compile(r"\b(x\d+|v\d+|f0|fs|r0|rs)\b")
+
+
+def _interleave(body: list[str], guard: str) -> list[str]:
+    """The loop body once per lane (row block), statement by statement: each engine runs its
+    instructions in order, so interleaving two independent blocks lets one block's instruction
+    fill the wait on the other's dependency (software pipelining)."""
+    lanes = []
+    for ln in range(LANES):
+        def rename(m, ln=ln):
+            w = m.group(1)
+            return f"{w[0]}{ln}" if w in ("f0", "r0") else f"{w}{ln}" if w in ("fs", "rs") else f"{w}_{ln}"
+        lanes.append([_LANE_NAMES.sub(rename, line) for line in body])
+    out = []
+    for i in range(len(body)):
+        for ln in range(LANES):
+            line = lanes[ln][i]
+            out.append(line if ln == 0 else f"        if {guard}{ln} > 0: {line.strip()}")
+    return out
 
 
 def kernel_source(chain: Chain, name: str) -> str:
@@ -49,6 +237,7 @@ def kernel_source(chain: Chain, name: str) -> str:
         shape = (R, C) if layouts[o] == "full" else (R, 1)
         lines.append(f"    out{k} = nl.ndarray({shape}, {chain.steps[o].dtype!r}, buffer=nl.shared_hbm)")
     used = sorted({a[1] for s in chain.steps for a in s.args if a[0] == "in"})
+    plan = _Plan(chain, layouts).build()
     if flat:
         F = R * C // P
         for i in used:
@@ -56,13 +245,23 @@ def kernel_source(chain: Chain, name: str) -> str:
                 lines.append(f"    in{i} = in{i}.reshape(({P}, {F}))")
         for k in range(len(chain.outputs)):
             lines.append(f"    out{k}_flat = out{k}.reshape(({P}, {F}))")
-        lines.append(f"    for f0 in range(0, {F}, {FLAT_CHUNK}):")
-        lines.append(f"        fs = min({FLAT_CHUNK}, {F} - f0)")
+        lines.append(f"    for f0 in range(0, {F}, {LANES * FLAT_CHUNK}):")
+        for ln in range(LANES):
+            lines += [f"        f{ln} = f0 + {ln * FLAT_CHUNK}"] if ln else []
+            lines.append(f"        fs{ln} = min({FLAT_CHUNK}, {F} - f{ln})")
         block, rs, store = "[:, f0:f0 + fs]", str(P), "_flat[:, f0:f0 + fs]"
+        free = min(FLAT_CHUNK, F)
+        guard = "fs"
     else:
-        lines.append(f"    for r0 in range(0, {R}, {P}):")
-        lines.append(f"        rs = min({P}, {R} - r0)")
+        lines.append(f"    for r0 in range(0, {R}, {LANES * P}):")
+        for ln in range(LANES):
+            lines += [f"        r{ln} = r0 + {ln * P}"] if ln else []
+            lines.append(f"        rs{ln} = min({P}, {R} - r{ln})")
         block, rs, store = "[r0:r0 + rs, :]", "rs", "[r0:r0 + rs, :]"
+        free = C
+        guard = "rs"
+    engine = plan.engines(free)
+    head, lines = lines, []
     for i in used:
         lay = chain.inputs[i].layout
         src = f"in{i}{block}" if lay in ("full", "col") else f"in{i}.broadcast_partitions({rs})"
@@ -72,15 +271,37 @@ def kernel_source(chain: Chain, name: str) -> str:
         return f"x{a[1]}" if a[0] == "in" else f"v{a[1]}" if a[0] == "v" else _imm(a[1])
 
     for j, s in enumerate(chain.steps):
-        ops = [operand(a) for a in s.args]
-        if s.op in REDUCTIONS:
-            lines.append(f"        v{j} = nl.{s.op}({ops[0]}, axis=1, dtype={s.dtype!r})")
-        elif s.op == "copy":
-            lines.append(f"        v{j} = nl.copy({ops[0]}, dtype={s.dtype!r})")
+        ins = plan.ins[j]
+        kind = ins["kind"]
+        if j in plan.folded or kind == "fused_reduce":
+            continue
+        dt = repr(s.dtype)
+        eng = engine.get(j)
+        if kind == "reduce":
+            lines.append(f"        v{j} = nl.{s.op}({operand(ins['src'])}, axis=1, dtype={dt})")
+        elif kind == "act":
+            red = ins.get("reduce")
+            if red is not None:
+                lines.append(f"        v{red} = nl.ndarray(({rs}, 1), {chain.steps[red].dtype!r})")
+            bias = "None" if ins["bias"] is None else operand(ins["bias"])
+            tail = f", reduce_op='add', reduce_res=v{red}" if red is not None else ""
+            lines.append(f"        v{j} = nl.activation({s.op!r}, {operand(ins['src'])}, bias={bias}, "
+                         f"scale={operand(ins['scale'])}, dtype={dt}{tail})")
+        elif kind == "ts":
+            src = operand(ins["src"])
+            op1 = "" if ins["op1"] is None else (f", op1={ins['op1']!r}, operand1={operand(ins['operand1'])}, "
+                                                   f"reverse1={ins['rev1']}")
+            lines.append(f"        v{j} = nl.ndarray({src}.shape, {dt})")
+            lines.append(f"        nl.isa.tensor_scalar(v{j}, {src}, {ins['op0']!r}, {operand(ins['operand0'])}, "
+                         f"reverse0={ins['rev0']}{op1}, engine={eng!r})")
+        elif kind == "copy":
+            lines.append(f"        v{j} = nl.copy({operand(ins['src'])}, dtype={dt}, engine={eng!r})")
         else:
-            lines.append(f"        v{j} = nl.{s.op}({', '.join(ops)}, dtype={s.dtype!r})")
+            ops = ", ".join(operand(a) for a in ins["args"])
+            lines.append(f"        v{j} = nl.{s.op}({ops}, dtype={dt}, engine={eng!r})")
     for k, o in enumerate(chain.outputs):
         lines.append(f"        nl.store(out{k}{store}, v{o})")
+    lines = head + _interleave(lines, guard)
     lines.append("    return " + (", ".join(f"out{k}" for k in range(len(chain.outputs))) or "None"))
     return "\n".join(lines) + "\n"
 

@@ -4,8 +4,9 @@
 per-signature lowering (``pipeline``) -> the lowered graphs run on ``neuron``.
 
 AOTAutograd gets a decomposition table that splits softmax, log-softmax, SiLU and their
-backwards (and a few composite pointwise ops) into pointwise and reduction ops (GELU stays one
-op: the activation engine computes it in one instruction), so they become fusable chains,
+backwards, GELU's backward (no library kernel covers its tanh form) and a few composite
+pointwise ops into pointwise and reduction ops (GELU itself stays one op: the activation engine
+computes it in one instruction), so they become fusable chains,
 while matmul, attention and norm ops stay whole for their library kernels; its partitioner is
 the min-cut rematerialization partitioner (cheap pointwise ops are recomputed in the backward
 instead of saved) unless ``options={"partitioner": "default"}``.
@@ -34,7 +35,7 @@ def decompositions() -> dict:
         aten._softmax, aten._log_softmax, aten._softmax_backward_data, aten._log_softmax_backward_data,
         aten.silu, aten.silu_backward, aten.hardtanh, aten.leaky_relu,
         aten.mse_loss, aten.mse_loss_backward, aten.addcmul, aten.addcdiv, aten.rsub, aten.sigmoid_backward,
-        aten.tanh_backward, aten.elu, aten.softplus, aten.hardsigmoid, aten.hardswish,
+        aten.tanh_backward, aten.gelu_backward, aten.elu, aten.softplus, aten.hardsigmoid, aten.hardswish,
     ])
 
 

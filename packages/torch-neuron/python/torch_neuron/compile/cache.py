@@ -15,7 +15,8 @@ import os
 import tempfile
 
 CACHE_ENV = "TORCH_NEURON_COMPILE_CACHE_DIR"  # registered in torch_neuron.env
-FORMAT = 1
+# Bumped whenever the generator schedules chains differently: entries hold latencies and sources.
+FORMAT = 2
 
 
 def directory() -> str:
