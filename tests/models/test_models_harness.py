@@ -76,3 +76,34 @@ def test_a_hung_architecture_restarts_its_worker_and_is_recorded(tmp_path):
         assert rec["worker_lost"] == "timed out after 1 s"
         assert rec["status"] in ("cpu_fail", "no_tiny_config", "neuron_error")
     assert "## Worker restarts" in (tmp_path / "dashboard.md").read_text()
+
+
+@pytest.mark.timeout(300)
+def test_cpu_failures_count_against_the_harness_unless_the_default_config_reproduces_them():
+    from tools.models import training
+    # PVT's shrunk stage widths break its CPU step, its default config trains: the failure is
+    # the tiny config's.
+    _, rec = training.prepare("pvt", lambda phase: None)
+    assert rec["status"] == "no_tiny_config", rec
+    assert rec["default_config"] == "trains on meta"
+    # Bros needs bounding boxes at any size: the default config fails at the same line.
+    _, rec = training.prepare("bros", lambda phase: None)
+    assert rec["status"] == "cpu_fail", rec
+    assert rec["default_config"] == "same failure"
+
+
+def test_cpu_fail_with_input_generation_category_counts_as_a_harness_skip():
+    from tools.models import dashboard
+    records = [{"arch": "a", "status": "pass"}, {"arch": "b", "status": "cpu_fail"},
+               {"arch": "c", "status": "cpu_fail"}, {"arch": "d", "status": "no_tiny_config"}]
+    entries = expectations.parse({"expectations": [
+        {"archs": ["b"], "status": "cpu_fail", "category": "input generation", "reason": "r"},
+        {"archs": ["c"], "status": "cpu_fail", "category": "model bug", "reason": "r"},
+        {"archs": ["d"], "status": "no_tiny_config", "category": "tiny config", "reason": "r"}]})
+    assert expectations.classify(records, entries) == []
+    s = dashboard.summary(records)
+    assert s["cpu_fail_input_generation"] == 1
+    assert s["harness_skips_pct"] == 50.0
+    with pytest.raises(expectations.ExpectationError):
+        expectations.parse({"expectations": [
+            {"archs": ["c"], "status": "cpu_fail", "category": "tiny config", "reason": "r"}]})

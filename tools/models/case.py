@@ -175,6 +175,9 @@ def _generate(name, cls, cfg, g, layout=0):
     per_channel = _first(cfg, "input_feat_per_channel", "feature_projection_input_dim", default=None)
     if per_channel is not None:
         return torch.randn(BATCH, 32, int(per_channel) * int(_first(cfg, "input_channels", default=1)), generator=g)
+    if mels is not None and _first(cfg, "subsampling_conv_channels", "subsampling_factor", default=None) is not None:
+        # FastConformer-style encoders (Parakeet, Canary, ...) take (batch, frames, mel bins).
+        return torch.randn(BATCH, 32, int(mels), generator=g)
     if mels is not None and src is not None:
         return torch.randn(BATCH, int(mels), 2 * int(src), generator=g)
     if mels is not None:

@@ -58,8 +58,9 @@ class _Slot:
 
 def _lost(arch, phase, why, elapsed):
     # A crash or hang during the CPU run is the model's (or torch's) own failure; during the
-    # neuron run or the bf16 pass it is ours.
-    status = {None: "no_tiny_config", "build": "no_tiny_config", "cpu": "cpu_fail"}.get(phase, "neuron_error")
+    # neuron run or the bf16 pass it is ours; during the default-config check it is unconfirmed,
+    # so charged to the harness.
+    status = {None: "no_tiny_config", "build": "no_tiny_config", "cpu": "cpu_fail", "default": "no_tiny_config"}.get(phase, "neuron_error")
     return {"arch": arch, "status": status, "error": f"worker {why} during the {phase or 'config'} phase",
             "wall_s": round(elapsed, 2), "worker_lost": why}
 

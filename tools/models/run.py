@@ -3,10 +3,16 @@
     python -m tools.models.run                 # the full sweep (MODEL_MAPPING_NAMES)
     python -m tools.models.run --smoke         # the fixed subset of SUBSET (part of `make test`)
     python -m tools.models.run --archs gpt2,t5 # chosen architectures
+    python -m tools.models.run --archs gpt2 --merge   # rerun some, replace them in the full sweep's results
+    python -m tools.models.run --from-results  # re-check the full sweep's results.jsonl
 
 Writes build/models/dashboard.{md,json} (the smoke run: build/models/smoke/). The last line is
 `models: attempted=N cpu_ok=N neuron_ok=N rate=P%`. Exits 1 on an unexpected status, a stale
 expectation, or (full sweep) when tiny-config and input-generation skips reach 10% of attempted.
+
+A CPU failure of the tiny case is cpu_fail only when the architecture's default config fails the
+same way (tools/models/reproduce.py, on the meta device); otherwise it is no_tiny_config. A
+cpu_fail whose expectation says "input generation" counts as a harness skip too.
 """
 from __future__ import annotations
 
@@ -53,6 +59,9 @@ def main(argv=None) -> int:
     ap.add_argument("--expectations", help="expectations file (default tools/models/expectations.yaml)")
     ap.add_argument("--from-results", action="store_true",
                     help="re-check the last run's results.jsonl against the expectations and rewrite its dashboard")
+    ap.add_argument("--merge", action="store_true",
+                    help="with --archs: replace these architectures' records in the full sweep's results.jsonl "
+                         "(build/models) and rewrite its dashboard")
     ap.add_argument("--out", help="output directory (default build/models, smoke: build/models/smoke)")
     args = ap.parse_args(argv)
 
@@ -71,7 +80,10 @@ def main(argv=None) -> int:
     if unknown:
         print(f"not in transformers' MODEL_MAPPING_NAMES: {', '.join(unknown)}", file=sys.stderr)
         return 2
-    full = not (args.archs or args.smoke or args.sample)
+    if args.merge and (not args.archs or args.from_results):
+        print("--merge needs --archs (and no --from-results)", file=sys.stderr)
+        return 2
+    full = not (args.archs or args.smoke or args.sample) or args.merge
     out = pathlib.Path(args.out) if args.out else ROOT / "build" / "models" / ("" if full else "smoke" if args.smoke else "partial")
     out.mkdir(parents=True, exist_ok=True)
     if args.from_results:
@@ -89,7 +101,10 @@ def main(argv=None) -> int:
     else:
         print(f"== {len(archs)} architectures, {args.workers} spawn workers, {args.limit:.0f} s limit each", flush=True)
         t0 = time.monotonic()
-        with open(out / "results.jsonl", "w") as log:
+        if args.merge:
+            previous = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+            old = json.loads((out / "dashboard.json").read_text()) if (out / "dashboard.json").exists() else {}
+        with open(out / ("rerun.jsonl" if args.merge else "results.jsonl"), "w") as log:
             show = _progress(len(archs))
 
             def on_result(record):
@@ -99,6 +114,13 @@ def main(argv=None) -> int:
             records, restarts = pool.run(archs, workers=args.workers, limit_s=args.limit,
                                          bf16_subset=set(SUBSET), on_result=on_result)
         wall = time.monotonic() - t0
+        if args.merge:
+            # The merged file keeps the full sweep's order; the dashboard then covers every architecture.
+            fresh = {r["arch"]: r for r in records}
+            records = [fresh.pop(r["arch"], r) for r in previous] + list(fresh.values())
+            (out / "results.jsonl").write_text("".join(json.dumps(r, default=str) + "\n" for r in records))
+            restarts = [x for x in old.get("worker_restarts", []) if x.get("arch") not in set(archs)] + restarts
+            wall = old.get("wall_s", 0.0)
     stale = expectations.classify(records, entries)
     s = dashboard.write(out, records, restarts, stale, wall, extra={"full": full})
     failed = False

@@ -97,7 +97,7 @@ def _rescale_sections(sections, total):
     return out if out[-1] >= 1 else None
 
 
-def _fix_consistency(cfg):
+def _fix_consistency(cfg, head_is_rope=False):
     # Sizes that other sizes determine: rotary sections of the head dimension, state-space heads.
     hidden = _get(cfg, "hidden_size")
     heads = _get(cfg, "num_attention_heads")
@@ -117,6 +117,19 @@ def _fix_consistency(cfg):
                     rope[key] = new
     if "head_dim" in vars(cfg) and _get(cfg, "head_dim") is None and isinstance(hidden, int) and isinstance(heads, int) and heads:
         _set(cfg, "head_dim", hidden // heads)  # some models read it without a fallback
+    rope_dim, nope_dim = _get(cfg, "qk_rope_head_dim"), _get(cfg, "qk_nope_head_dim")
+    if isinstance(rope_dim, int) and isinstance(nope_dim, int):
+        # Multi-head latent attention: where the released config sizes the rotary embedding by
+        # head_dim (head_dim == qk_rope_head_dim), the shrunk one must too.
+        if head_is_rope and isinstance(_get(cfg, "head_dim"), int):
+            _set(cfg, "head_dim", rope_dim)
+        if isinstance(_get(cfg, "qk_head_dim"), int):
+            _set(cfg, "qk_head_dim", rope_dim + nope_dim)
+    rotary = _get(cfg, "rotary_dim")
+    width, n = getattr(cfg, "hidden_size", None), getattr(cfg, "num_attention_heads", None)  # attribute maps
+    head_dim = _get(cfg, "head_dim") or head_dim or (width // n if isinstance(width, int) and isinstance(n, int) and n else None)
+    if isinstance(rotary, int) and isinstance(head_dim, int) and rotary > head_dim:
+        _set(cfg, "rotary_dim", head_dim)  # the rotary part cannot exceed the shrunk head
     if "vocab_size" in vars(cfg) and _get(cfg, "vocab_size") is None:
         _set(cfg, "vocab_size", VOCAB)
     expand = _get(cfg, "expand") or _get(cfg, "mamba_expand")
@@ -220,6 +233,7 @@ def _shrink_by_suffix(cfg):
 def shrink(cfg, rung: int):
     """Shrinks ``cfg`` in place; rung 0 shrinks everything, 1 leaves lists and image sizes, 2 only layers."""
     _disable_dropout(cfg)
+    head_is_rope = isinstance(_get(cfg, "head_dim"), int) and _get(cfg, "head_dim") == _get(cfg, "qk_rope_head_dim")
     layers = 2
     for name in LAYERS:
         _shrink_int(cfg, name, layers)
@@ -238,7 +252,7 @@ def shrink(cfg, rung: int):
         for name, target in SMALL_DIMS.items():
             _shrink_int(cfg, name, target)
         _shrink_int(cfg, "vocab_size", VOCAB)
-        _fix_consistency(cfg)
+        _fix_consistency(cfg, head_is_rope)
     if rung == 0:
         _shrink_by_suffix(cfg)
         for name, target in IMAGE.items():

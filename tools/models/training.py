@@ -10,6 +10,7 @@ import traceback
 import torch
 
 from . import case as case_mod
+from . import reproduce
 from . import tiny_config
 
 # The tolerances of the end-to-end tests (tests/e2e, tests/ecosystem/test_t5_sdpa.py).
@@ -124,10 +125,13 @@ def prepare(model_type: str, report):
     Tries each tiny-config rung and, within it, each head in order of preference.
     """
     levels = {"input_unsupported": 1, "no_tiny_config": 2, "cpu_fail": 3}
-    best = []  # (level, -rung, status, message): the furthest any attempt got, earliest rung first
+    best = []  # (level, -rung, -index, status, message): the furthest any attempt got, earliest rung first
+    failures = {}  # index -> (exception, head, class, layout) of a CPU-run failure
 
-    def note(status, rung, message):
-        best.append((levels[status], -rung, status, message))
+    def note(status, rung, message, failure=None):
+        if failure is not None:
+            failures[len(best)] = failure
+        best.append((levels[status], -rung, -len(best), status, message))
 
     cands = case_mod.candidates(model_type)
     if not cands:
@@ -182,14 +186,25 @@ def prepare(model_type: str, report):
                 note("input_unsupported", rung, f"{cls.__name__}: {e}")
                 continue
             except Exception as e:  # noqa: BLE001
-                note("cpu_fail", rung, f"{cls.__name__}: {first_line(e)} [{_where(e)}]")
+                note("cpu_fail", rung, f"{cls.__name__}: {first_line(e)} [{_where(e)}]", (e, head, cls, layout))
                 continue
             cpu_s = time.perf_counter() - t0
             return (c, pristine, cpu, cpu_s, n), None
     if not best:
         return None, {"status": "no_tiny_config", "error": "no rung produced a model"}
-    _, _, status, message = max(best)
-    return None, {"status": status, "error": message}
+    _, _, index, status, message = max(best)
+    record = {"status": status, "error": message}
+    if -index in failures:
+        # The model's own failure only if the default config fails the same way (reproduce.py).
+        exc, head, cls, layout = failures[-index]
+        report("default")
+        other = reproduce.default_step(model_type, head, cls, layout)
+        if reproduce.same_failure(exc, other, _where):
+            record["default_config"] = "same failure"
+        else:
+            record["status"] = "no_tiny_config"
+            record["default_config"] = "trains on meta" if other is None else f"{first_line(other)} [{_where(other)}]"
+    return None, record
 
 
 def run_architecture(model_type: str, bf16: bool = False, report=lambda phase: None) -> dict:
