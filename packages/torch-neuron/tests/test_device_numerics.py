@@ -33,17 +33,6 @@ TOL = {torch.float32: {"rtol": 2e-4, "atol": 2e-4}, torch.bfloat16: {"rtol": 3e-
 SHAPES = [(130, 70), (2, 128)]
 
 
-@pytest.fixture
-def numerics():
-    torch_neuron.set_device_numerics(True)
-    torch_neuron.clear_device_numerics_stats()
-    torch_neuron.clear_op_tracking()
-    try:
-        yield
-    finally:
-        torch_neuron.set_device_numerics(False)
-
-
 def _rand(shape, dtype, seed, positive=False):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(shape, generator=g)

@@ -30,17 +30,6 @@ if os.environ.get("NEURON_KERNELS_FULL_MATRIX") == "1":
     SHAPES += [(1, 1), (257, 129), (128, 4100), (3, 5, 7, 11)]
 
 
-@pytest.fixture
-def numerics():
-    torch_neuron.set_device_numerics(True)
-    torch_neuron.clear_device_numerics_stats()
-    torch_neuron.clear_op_tracking()
-    try:
-        yield
-    finally:
-        torch_neuron.set_device_numerics(False)
-
-
 def _rand(shape, dtype, seed, kind="f"):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(shape, generator=g)
