@@ -9,8 +9,10 @@
     print(proj.text())
 
 ``python -m torch_neuron.projection --profiles trn1,trn2,trn3 script.py [args]`` runs a script
-once per profile and writes a Markdown and a self-contained HTML report with plots. The
-aggregation is neuron_sim.projection's; this module only brackets the region with device events.
+once per profile and writes a Markdown and a self-contained HTML report with plots; with
+``--batch-arg=--batch`` it also finds the largest batch that fits each profile's HBM
+(``torch_neuron.projection.capacity``). The aggregation is neuron_sim.projection's; this module
+only brackets the region with device events.
 """
 from __future__ import annotations
 
@@ -63,6 +65,8 @@ class Region:
         self.summary = summarize(records, props, steps=self.steps or 1, peak_bytes=peak, region_ns=region_ns,
                                  assumptions=self.assumptions)
         self.summary["name"] = self.name
+        # Out-of-memory errors so far in this process, also those the script caught itself.
+        self.summary["num_ooms"] = int(torch.neuron.memory_stats(self.device).get("num_ooms", 0))
         oom = exc[0] is not None and issubclass(exc[0], torch.OutOfMemoryError)
         if oom:
             # The run needed more than the core's HBM: it does not fit, whatever the high-water.

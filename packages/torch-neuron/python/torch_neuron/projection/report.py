@@ -24,9 +24,34 @@ def terminal_lines(s: dict) -> list[str]:
         f"  communication share {100 * s['communication_share']:.1f}%",
         f"  HBM high-water {_gib(s['hbm_peak_bytes'])} of {_gib(s['hbm_capacity_bytes'])}: {verdict}",
     ]
+    if s.get("hbm_scale", 1.0) < 1:
+        lines[-1] += f" (HBM scaled by {_scale(s['hbm_scale'])} of the {_gib(s['hbm_share_bytes'])} share)"
+    if s.get("batch_search"):
+        lines.append("  " + _batch_line(s["batch_search"]))
     top = list(s["by_op_ms"].items())[:5]
     lines.append("  top ops per step: " + ", ".join(f"{k} {v / s['steps']:.3f} ms" for k, v in top))
     return lines
+
+
+def _scale(x: float) -> str:
+    inv = 1 / x
+    return f"1/{round(inv)}" if abs(inv - round(inv)) < 1e-6 else f"{x:g}"
+
+
+def _mib(b: float) -> str:
+    return f"{b / 2**20:.2f} MiB"
+
+
+def _batch_line(b: dict) -> str:
+    by = {t["batch"]: t for t in b["trials"]}
+    n = b["largest"]
+    if b["verified"]:
+        ran = f"{n} ran (high-water {_mib(by[n]['peak_bytes'])})" if n else "even 1 is out of memory"
+        check = f"checked: {ran}, {n + 1} out of memory"
+    else:
+        check = "NOT checked: " + (b["limit_reason"] or "no out-of-memory boundary found")
+    return (f"largest batch ({b['batch_arg']}) that fits {_mib(b['capacity_bytes'])}: {n}; {check}; "
+            f"{len(b['trials'])} runs")
 
 
 def _plots(summaries: list[dict], out_dir: str) -> list[tuple[str, str]]:
@@ -103,6 +128,55 @@ def _plots(summaries: list[dict], out_dir: str) -> list[tuple[str, str]]:
     return made
 
 
+def _fit_section(summaries: list[dict]) -> list[str]:
+    out = ["", "## HBM fit", ""]
+    scaled = [s for s in summaries if s.get("hbm_scale", 1.0) < 1]
+    if scaled:
+        out += [f"Every run had its profile's HBM share per core scaled by **{_scale(scaled[0]['hbm_scale'])}** "
+                "(`NEURON_SIM_HBM_CAPACITY`; CLI `--hbm-scale`), so that out-of-memory happens within this "
+                "machine's RAM: read the capacities and high-water marks below as that fraction of the chip's.", ""]
+    searched = any(s.get("batch_search") for s in summaries)
+    head = "| profile | HBM per core | run at | high-water | verdict |"
+    rule = "|---|---|---|---|---|"
+    if searched:
+        head += " largest batch that fits | check | affine prediction |"
+        rule += "---|---|---|"
+    out += [head, rule]
+    for s in summaries:
+        cap = s["hbm_capacity_bytes"]
+        share = f"{_mib(cap)} ({_scale(s['hbm_scale'])} of {_gib(s['hbm_share_bytes'])})" \
+            if s.get("hbm_scale", 1.0) < 1 else _gib(cap)
+        verdict = "out of memory" if s.get("out_of_memory") else ("fits" if s["fits"] else "**does not fit**")
+        at = f"batch {s['batch']}" if s.get("batch") is not None else "as given"
+        row = f"| {s['profile']} | {share} | {at} | {_mib(s['hbm_peak_bytes'])} | {verdict} |"
+        b = s.get("batch_search")
+        if b:
+            by = {t["batch"]: t for t in b["trials"]}
+            n = b["largest"]
+            if b["verified"]:
+                check = (f"{n} ran ({_mib(by[n]['peak_bytes'])}), " if n else "") + f"{n + 1} out of memory"
+            else:
+                check = "not checked: " + (b["limit_reason"] or "no boundary")
+            row += f" **{n}** | {check} | {b['predicted'] if b['predicted'] is not None else '-'} |"
+        elif searched:
+            row += " - | - | - |"
+        out.append(row)
+    out += ["", "Verdict: *fits* when the high-water mark is at most the fit headroom of the capacity "
+            "(`Assumptions.fit_headroom`, see Sources). Largest batch: the largest value of the script's batch "
+            "flag that runs with no `torch.OutOfMemoryError` at that capacity, found by running the script "
+            "(CLI `--batch-arg`); it is checked when that batch ran and the batch one above it ran out of "
+            "memory. The affine prediction extrapolates the high-water marks of two fitting batches and is "
+            "shown only for comparison."]
+    for s in summaries:
+        b = s.get("batch_search")
+        if b:
+            out.append("")
+            out.append(f"Runs on {s['profile']}: " + ", ".join(
+                f"{t['batch']} " + (f"fits ({_mib(t['peak_bytes'])})" if t["fits"] else "out of memory")
+                for t in b["trials"]) + ".")
+    return out
+
+
 def markdown(summaries: list[dict], plots: list[tuple[str, str]]) -> str:
     out = ["# Projection report", ""]
     out.append("| profile | step time (ms) | steps/s | MFU | HFU | peak | communication | HBM high-water | fit |")
@@ -112,6 +186,7 @@ def markdown(summaries: list[dict], plots: list[tuple[str, str]]) -> str:
                    f"{100 * s['hfu']:.1f}% | {s['peak_flops'] / 1e12:.0f} TF {s['peak_dtype']} | "
                    f"{100 * s['communication_share']:.1f}% | {_gib(s['hbm_peak_bytes'])} / "
                    f"{_gib(s['hbm_capacity_bytes'])} | {'fits' if s['fits'] else '**does not fit**'} |")
+    out += _fit_section(summaries)
     for s in summaries:
         out += ["", f"## {s['profile']}: {s['device']}", "", "Device time by origin: " +
                 ", ".join(f"{k} {v / s['steps']:.3f} ms" for k, v in s["by_origin_ms"].items()) + " per step.", "",
