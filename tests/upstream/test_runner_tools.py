@@ -130,3 +130,47 @@ def test_non_native_skips_are_told_apart():
     assert files.SKIP_KINDS[files.skip_kind("Skipped: onlyNativeDeviceTypes: doesn't run on neuron")][0]
     assert not files.SKIP_KINDS[files.skip_kind("Skipped: Only runs on cuda")][0]
     assert files.skip_kind("Skipped: test is slow; run with PYTORCH_TEST_WITH_SLOW") == "other"
+
+
+def test_device_run_counts_device_independent_tests_without_running_them(tmp_path):
+    import os
+    import sys
+
+    tree = tmp_path / "tree"
+    (tree / "test").mkdir(parents=True)
+    (tree / "test" / "test_fake.py").write_text(
+        "import unittest\n"
+        "class TestPlain(unittest.TestCase):\n"
+        "    def test_plain(self):\n        raise AssertionError('device-independent tests do not run')\n"
+        "class TestThingCPU(unittest.TestCase):\n"
+        "    def test_a_cpu(self):\n        pass\n"
+        "    def test_b_cpu_float32(self):\n        self.skipTest('Unknown device type')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(files.pathlib.Path(files.__file__).resolve().parents[2]))
+    out = tmp_path / "out"
+    out.mkdir()
+    run = files.run_device(tree, "test_fake.py", "cpu", sys.executable, env, out, budget=0, timeout=60, workers=1)
+    assert sorted(run["records"]) == ["TestThing.test_a_DEV", "TestThing.test_b_DEV_float32"]
+    assert run["records"]["TestThing.test_a_DEV"]["outcome"] == "passed"
+    assert run["device_independent"] == 1 and not run["timed_out"] and run["seconds"] > 0
+    again = files.run_device(tree, "test_fake.py", "cpu", sys.executable, env, out, budget=0, timeout=60,
+                             workers=1, reuse=True)
+    assert again == run
+
+
+def test_dashboard_says_what_patch_0012_makes_of_non_native_skips(tmp_path):
+    def entry(non_native, failures=()):
+        return {"collected": 10, "cpu_passed": 8, "excluded": 0, "skipped": len(non_native),
+                "skipped_non_native": len(non_native), "skipped_non_native_tests": non_native, "passed": 5,
+                "failed": len(failures), "xfailed": 0, "cpu_seconds": 2.0, "neuron_seconds": 3.5,
+                "failures": [{"test": t, "outcome": "failed", "error": "x"} for t in failures]}
+
+    vanilla = entry(["T.test_big_DEV", "T.test_native_DEV", "T.test_huge_DEV"])
+    patched = entry(["T.test_huge_DEV"], failures=["T.test_native_DEV"])
+    assert dashboard.non_native_turned_on(vanilla, patched) == {"vanilla": 3, "run": 2, "passed": 1,
+                                                                "still skipped": 1}
+    envs = {n: {"files": {"tree": "t", "files": {"test_x.py": e}}} for n, e in (("vanilla", vanilla),
+                                                                               ("patched", patched))}
+    md = "\n".join(dashboard.files_table(envs))
+    assert "| `test_x.py` | 3 | 2 | 1 | 1 |" in md
+    assert "vanilla: neuron s" in md and "| 3.5 |" in md

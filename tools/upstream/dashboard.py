@@ -201,7 +201,22 @@ def markdown(report):
 
 FILE_COLUMNS = (("collected", "collected"), ("cpu_passed", "cpu-passing"), ("excluded", "excluded"),
                 ("skipped", "skipped"), ("skipped_non_native", "of which non-native skips"),
-                ("passed", "passed"), ("failed", "unexpected"), ("xfailed", "xfailed"))
+                ("passed", "passed"), ("failed", "unexpected"), ("xfailed", "xfailed"),
+                ("cpu_seconds", "cpu s"), ("neuron_seconds", "neuron s"))
+
+
+def non_native_turned_on(vanilla, patched):
+    """For one file: the tests vanilla torch skipped on neuron for not being a native device,
+    and what the patched run (patch 0012) did with them: {"vanilla": n, "run": n, "passed": n,
+    "still skipped": n}, or None when either run has no figures."""
+    if "skipped_non_native_tests" not in vanilla or "skipped_non_native_tests" not in patched:
+        return None
+    skipped = set(vanilla["skipped_non_native_tests"])
+    still = skipped & set(patched["skipped_non_native_tests"])
+    failing = skipped & {f["test"] for f in patched.get("failures", [])}
+    not_run = skipped & {f["test"] for f in patched.get("failures", []) if f["outcome"] == "not run"}
+    run = skipped - still - not_run
+    return {"vanilla": len(skipped), "run": len(run), "passed": len(run - failing), "still skipped": len(still)}
 
 
 def files_table(envs):
@@ -227,10 +242,27 @@ def files_table(envs):
                 cells += [""] * (len(FILE_COLUMNS) - 1)
                 continue
             for key, _ in FILE_COLUMNS:
-                cells.append(str(f[key]))
-                totals[n][key] += f[key]
+                value = f.get(key)
+                cells.append("-" if value is None else str(value))
+                totals[n][key] += value or 0
         lines.append(f"| `{fname}` | " + " | ".join(cells) + " |")
-    lines.append("| **all** | " + " | ".join(f"**{totals[n][k]}**" for n in names for k, _ in FILE_COLUMNS) + " |")
+    lines.append("| **all** | " + " | ".join(f"**{round(totals[n][k], 1)}**" for n in names for k, _ in FILE_COLUMNS)
+                 + " |")
+    for n in names:
+        reused = sorted(f for f, e in envs[n]["files"]["files"].items() if e.get("cpu_reused_from"))
+        if reused:
+            lines += ["", f"{n}: the cpu pre-pass of {', '.join(reused)} is the vanilla run's."]
+    if "vanilla" in names and "patched" in names:
+        lines += ["", "Non-native skips under vanilla torch, and what patch 0012 makes of them in the patched run:", "",
+                  "| file | skipped on vanilla | run on patched | passed | still skipped |", "|---|---|---|---|---|"]
+        for fname in fnames:
+            turned = non_native_turned_on(envs["vanilla"]["files"]["files"].get(fname, {}),
+                                          envs["patched"]["files"]["files"].get(fname, {}))
+            if turned is None:
+                lines.append(f"| `{fname}` | - | - | - | - |")
+            else:
+                lines.append(f"| `{fname}` | {turned['vanilla']} | {turned['run']} | {turned['passed']} | "
+                             f"{turned['still skipped']} |")
     return lines
 
 

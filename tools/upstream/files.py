@@ -2,8 +2,8 @@
 
 The files come from a source tree of a nearby release (source_tree.py), so each runs on cpu
 first with the same wheel; only the tests that pass there run on neuron. Device-independent
-tests (classes not instantiated per device) never touch neuron and are not run again. Each
-file has a time budget; a run that crashes or exceeds it is resumed after the test it was in,
+tests (classes not instantiated per device) never touch neuron: they are counted, not run.
+Each file may have a time budget; a run that crashes or exceeds it is resumed after the test it was in,
 which is recorded as ``crashed`` or ``timeout``. Expectations: tests/upstream/expectations/
 files/<file stem>.yaml, entries matching test ids (``Class.test_name_DEV_dtype``, globs).
 """
@@ -58,30 +58,39 @@ def _records(path):
     return out
 
 
+def _device_independent(path):
+    return len(set(path.read_text().split())) if path.exists() else 0
+
+
 def run_device(tree, fname, device, python, env, out, *, select=None, budget, timeout, workers, reuse=False):
-    """Runs `fname` on `device` (only the test ids in `select`, if given) and returns
-    ({test id: record}, whether the budget ran out); resumes after a crash. With `reuse`, the
-    records of an earlier completed run in `out` are read instead."""
+    """Runs `fname` on `device` (only the test ids in `select`, if given; else every test of a
+    class instantiated per device) and returns a dict: ``records`` ({test id: record}),
+    ``timed_out`` (the budget ran out; a budget of 0 is none), ``seconds`` (wall time) and
+    ``device_independent`` (tests of other classes, deselected). Resumes after a crash. With
+    `reuse`, the records of an earlier completed run in `out` are read instead."""
     stem = pathlib.Path(fname).stem
     results = out / f"{stem}.{device}.jsonl"
     started = out / f"{stem}.{device}.started"
     log = out / f"{stem}.{device}.log"
     done_marker = out / f"{stem}.{device}.done"
+    deselected = out / f"{stem}.{device}.device-independent"
     if reuse and done_marker.exists() and results.exists():
-        extra = json.loads(done_marker.read_text())
-        merged = {**_records(results), **extra["extra"]}
-        return {selection.test_id(n): r for n, r in merged.items()}, extra["timed_out"]
-    for p in (results, started, log, done_marker):
+        marker = json.loads(done_marker.read_text())
+        merged = {**_records(results), **marker["extra"]}
+        return {"records": {selection.test_id(n): r for n, r in merged.items()}, "timed_out": marker["timed_out"],
+                "seconds": marker.get("seconds"), "device_independent": _device_independent(deselected)}
+    for p in (results, started, log, done_marker, deselected):
         p.unlink(missing_ok=True)
     remaining = set(select) if select is not None else None
-    deadline = time.monotonic() + budget
+    start = time.monotonic()
+    deadline = start + budget if budget else None
     extra = {}
     attempt = 0
     while True:
         attempt += 1
         select_file = out / f"{stem}.{device}.select"
         run_env = dict(env, PYTORCH_TESTING_DEVICE_ONLY_FOR=device, NEURON_UPSTREAM_RESULTS=str(results),
-                       NEURON_UPSTREAM_STARTED=str(started))
+                       NEURON_UPSTREAM_STARTED=str(started), NEURON_UPSTREAM_DEVICE_INDEPENDENT=str(deselected))
         if remaining is not None:
             select_file.write_text("".join(f"{t}\n" for t in sorted(remaining)))
             run_env["NEURON_UPSTREAM_SELECT"] = str(select_file)
@@ -93,14 +102,14 @@ def run_device(tree, fname, device, python, env, out, *, select=None, budget, ti
                fname]
         if workers > 1:
             cmd[3:3] = ["-n", str(workers)]
-        left = deadline - time.monotonic()
+        left = None if deadline is None else max(deadline - time.monotonic(), 1)
         with open(log, "a") as fh:
             fh.write(f"== attempt {attempt}: {len(remaining) if remaining is not None else 'all'} tests\n")
             fh.flush()
             proc = subprocess.Popen(cmd, cwd=tree / "test", env=run_env, stdout=fh, stderr=subprocess.STDOUT,
                                     start_new_session=True)
             try:
-                rc = proc.wait(timeout=max(left, 1))
+                rc = proc.wait(timeout=left)
                 timed_out = False
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -122,9 +131,11 @@ def run_device(tree, fname, device, python, env, out, *, select=None, budget, ti
             remaining -= ran
         if not remaining:
             break
-    done_marker.write_text(json.dumps({"timed_out": timed_out, "extra": extra}))
+    seconds = round(time.monotonic() - start, 1)
+    done_marker.write_text(json.dumps({"timed_out": timed_out, "extra": extra, "seconds": seconds}))
     merged = {**done, **extra}
-    return {selection.test_id(n): r for n, r in merged.items()}, timed_out
+    return {"records": {selection.test_id(n): r for n, r in merged.items()}, "timed_out": timed_out,
+            "seconds": seconds, "device_independent": _device_independent(deselected)}
 
 
 def _unrun_all(tree, fname, device, python, env, out, ran):
@@ -132,7 +143,8 @@ def _unrun_all(tree, fname, device, python, env, out, ran):
     proc = subprocess.run([python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "--noconftest",
                            "--rootdir", str(tree / "test"), fname], cwd=tree / "test",
                           env=dict(env, PYTORCH_TESTING_DEVICE_ONLY_FOR=device), capture_output=True, text=True)
-    ids = {selection.test_id(ln.strip()) for ln in proc.stdout.splitlines() if "::" in ln}
+    ids = {selection.test_id(ln.strip()) for ln in proc.stdout.splitlines()
+           if "::" in ln and selection.is_device_generic(ln.strip())}
     return ids - ran
 
 
@@ -143,7 +155,10 @@ def skip_kind(message):
     return "other"
 
 
-def run_file(tree, fname, python, env, out, *, budget, timeout, workers, cpu_cache=False, reuse=False):
+def run_file(tree, fname, python, env, out, *, budget, timeout, workers, cpu_cache=False, reuse=False,
+             cpu_from=None):
+    """One file: the cpu pre-pass (or, with `cpu_cache`, the earlier one in `out`; with `cpu_from`,
+    another environment's, read from that directory), then the cpu-passing tests on neuron."""
     stem = pathlib.Path(fname).stem
     entry = {}
     err = _import_error(tree, stem, python, env)
@@ -151,13 +166,17 @@ def run_file(tree, fname, python, env, out, *, budget, timeout, workers, cpu_cac
         return {"import_error": err}
     start = time.monotonic()
     cpu_file = out / f"{stem}.cpu.outcomes.json"
-    if cpu_cache and cpu_file.exists():
-        cpu = json.loads(cpu_file.read_text())
-        cpu_timed_out = False
+    source = pathlib.Path(cpu_from) / cpu_file.name if cpu_from else cpu_file
+    if (cpu_cache or cpu_from) and source.exists():
+        cpu_run = json.loads(source.read_text())
+        if cpu_from:
+            cpu_file.write_text(json.dumps(cpu_run))
+    elif cpu_from:
+        return {"run_error": f"no cpu pre-pass to reuse: {source} does not exist"}
     else:
-        cpu, cpu_timed_out = run_device(tree, fname, "cpu", python, env, out, budget=budget, timeout=timeout,
-                                        workers=workers)
-        cpu_file.write_text(json.dumps(cpu))
+        cpu_run = run_device(tree, fname, "cpu", python, env, out, budget=budget, timeout=timeout, workers=workers)
+        cpu_file.write_text(json.dumps(cpu_run))
+    cpu = cpu_run["records"]
     if not cpu:
         return {"run_error": f"no test ran on cpu; see {out / (stem + '.cpu.log')}"}
     exp = expectations.load(stem, FILES_EXPECTATIONS)
@@ -165,10 +184,6 @@ def run_file(tree, fname, python, env, out, *, budget, timeout, workers, cpu_cac
     excluded = collections.Counter()
     to_run, expected = [], {}
     for t in cpu_passing:
-        nodeid = cpu[t]["nodeid"]
-        if not selection.is_device_generic(nodeid):
-            excluded["device-independent (runs on cpu only)"] += 1
-            continue
         e = exp.lookup(t, None, None)
         if e is not None and e.mode == "skip":
             excluded[f"expectation: {e.category}"] += 1
@@ -176,11 +191,12 @@ def run_file(tree, fname, python, env, out, *, budget, timeout, workers, cpu_cac
         if e is not None:
             expected[t] = e
         to_run.append(t)
-    neuron, timed_out = run_device(tree, fname, "neuron", python, env, out, select=to_run, budget=budget,
-                                   timeout=timeout, workers=workers, reuse=reuse)
+    neuron_run = run_device(tree, fname, "neuron", python, env, out, select=to_run, budget=budget,
+                            timeout=timeout, workers=workers, reuse=reuse)
+    neuron, timed_out = neuron_run["records"], neuron_run["timed_out"]
     outcomes = collections.Counter()
     skips = collections.Counter()
-    failures, stale = [], []
+    failures, stale, non_native = [], [], []
     if not timed_out:
         # Instantiated on cpu only: the test's dtype list differs by device (dtypesIfCPU, ...).
         missing = [t for t in to_run if t not in neuron]
@@ -198,14 +214,20 @@ def run_file(tree, fname, python, env, out, *, budget, timeout, workers, cpu_cac
                 stale.append(t)
         outcomes[outcome] += 1
         if outcome == "skipped":
-            skips[skip_kind(r.get("error"))] += 1
+            kind = skip_kind(r.get("error"))
+            skips[kind] += 1
+            if kind in SKIP_KINDS and SKIP_KINDS[kind][0]:
+                non_native.append(t)
         elif outcome in ("failed", "error", "crashed", "timeout", "not run"):
             failures.append({"test": t, "outcome": outcome, "error": (r or {}).get("error", "")})
     unused = [e.reason for e in exp.entries if not any(e.matches(t, None, None) for t in cpu_passing)]
     entry.update(
-        collected=len(cpu),
+        # Tests of classes not instantiated per device are collected but run on neither device.
+        collected=len(cpu) + (cpu_run.get("device_independent") or 0),
+        device_independent=cpu_run.get("device_independent") or 0,
         cpu_passed=len(cpu_passing),
-        cpu_timed_out=cpu_timed_out,
+        cpu_timed_out=cpu_run["timed_out"],
+        cpu_reused_from=str(cpu_from) if cpu_from else None,
         excluded=sum(excluded.values()),
         excluded_by=dict(excluded),
         run=len(to_run),
@@ -214,9 +236,13 @@ def run_file(tree, fname, python, env, out, *, budget, timeout, workers, cpu_cac
         xfailed=outcomes["xfailed"],
         stale=len(stale),
         skipped=outcomes["skipped"],
-        skipped_non_native=sum(v for k, v in skips.items() if k in SKIP_KINDS and SKIP_KINDS[k][0]),
+        skipped_non_native=len(non_native),
+        skipped_non_native_tests=sorted(non_native),
         skipped_by=dict(skips),
         timed_out=timed_out,
+        # Wall time of each device's run when it ran (a reused run keeps its own figure).
+        cpu_seconds=cpu_run.get("seconds"),
+        neuron_seconds=neuron_run.get("seconds"),
         seconds=round(time.monotonic() - start, 1),
         failures=failures,
         stale_tests=stale,
@@ -225,13 +251,14 @@ def run_file(tree, fname, python, env, out, *, budget, timeout, workers, cpu_cac
     return entry
 
 
-def run_files(tree, files, python, out, env, *, budget, timeout, workers, cpu_cache=False, reuse=False):
+def run_files(tree, files, python, out, env, *, budget, timeout, workers, cpu_cache=False, reuse=False,
+              cpu_from=None):
     out.mkdir(parents=True, exist_ok=True)
     report = {"tree": str(tree), "files": {}, "regressions": []}
     for fname in files:
         print(f"   {fname} ...", flush=True)
         entry = run_file(tree, fname, python, env, out, budget=budget, timeout=timeout, workers=workers,
-                         cpu_cache=cpu_cache or reuse, reuse=reuse)
+                         cpu_cache=cpu_cache or reuse, reuse=reuse, cpu_from=cpu_from)
         report["files"][fname] = entry
         report["regressions"] += [f"{fname}::{f['test']}" for f in entry.get("failures", [])]
         report["regressions"] += [f"{fname}::{t} (stale xfail)" for t in entry.get("stale_tests", [])]

@@ -120,10 +120,14 @@ def main(argv=None):
     p.add_argument("--files", help="upstream test files to run from PYTORCH_SRC (comma-separated; default: "
                    "the files of tools/upstream/files.py, none with --smoke)")
     p.add_argument("--file-budget", type=int, default=1800,
-                   help="seconds per upstream file and device; a run past it stops, the rest counts as not run")
+                   help="seconds per upstream file and device; a run past it stops, the rest counts as not run "
+                        "(0: no budget)")
     p.add_argument("--file-workers", type=int, default=2, help="pytest-xdist workers per upstream file")
     p.add_argument("--patched-files",
                    help="upstream files of the patched-torch run (comma-separated; default: as --files)")
+    p.add_argument("--patched-cpu", choices=("own", "vanilla"), default="own",
+                   help="the patched run's cpu pre-pass: its own, or the vanilla run's (the series changes "
+                        "what torch does for PrivateUse1 devices; the dashboard says which was used)")
     p.add_argument("--reuse-results", action="store_true",
                    help="reuse every completed per-file run of an earlier invocation (cpu and neuron), "
                         "running only files that have none (resuming an interrupted full run)")
@@ -169,7 +173,8 @@ def main(argv=None):
             runs[-1]["files"] = upstream_files.run_files(
                 tree, files, python, out / f"{name}-files", test_env({}), budget=args.file_budget,
                 timeout=min(args.timeout, 120), workers=args.file_workers, cpu_cache=args.reuse_cpu,
-                reuse=args.reuse_results)
+                reuse=args.reuse_results,
+                cpu_from=out / "vanilla-files" if name == "patched" and args.patched_cpu == "vanilla" else None)
         elif files:
             runs[-1]["files"] = {"error": "no PyTorch source tree: set PYTORCH_SRC or pass --fetch-source"}
 

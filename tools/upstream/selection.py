@@ -2,7 +2,10 @@
 
 Loaded with ``-p tools.upstream.selection`` next to ``tools.upstream.plugin`` (which records
 outcomes). ``NEURON_UPSTREAM_SELECT`` names a file of device-independent test ids, one a line
-(``Class.test_name_DEV_dtype``, see :func:`test_id`); every other test is deselected.
+(``Class.test_name_DEV_dtype``, see :func:`test_id`); every other test is deselected. Without
+it, the tests of classes not instantiated per device are deselected (they never touch the
+device under test), and ``NEURON_UPSTREAM_DEVICE_INDEPENDENT`` names a file that gets their
+node ids.
 ``NEURON_UPSTREAM_STARTED`` names a file that gets each test's node id when it starts, so a run
 that dies mid-test (a crash, or the file's time budget) tells which test it was in.
 """
@@ -32,13 +35,20 @@ def is_device_generic(nodeid: str) -> bool:
 
 def pytest_collection_modifyitems(config, items):
     path = os.environ.get("NEURON_UPSTREAM_SELECT")
-    if not path:
-        return
-    with open(path) as fh:
-        wanted = {line.strip() for line in fh if line.strip()}
     keep, drop = [], []
-    for item in items:
-        (keep if test_id(item.nodeid) in wanted else drop).append(item)
+    if path:
+        with open(path) as fh:
+            wanted = {line.strip() for line in fh if line.strip()}
+        for item in items:
+            (keep if test_id(item.nodeid) in wanted else drop).append(item)
+    else:
+        for item in items:
+            (keep if is_device_generic(item.nodeid) else drop).append(item)
+        listing = os.environ.get("NEURON_UPSTREAM_DEVICE_INDEPENDENT")
+        # Under xdist every worker collects and appends; the reader counts distinct node ids.
+        if listing and drop:
+            with open(listing, "a") as fh:
+                fh.write("".join(item.nodeid + "\n" for item in drop))
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
