@@ -116,3 +116,61 @@ def test_bias_fold_and_activation_reduce_match_numpy():
     ed = np.exp(x.astype(np.float64) - m)
     np.testing.assert_allclose(e, ed, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(lse, np.log(ed.sum(axis=1, keepdims=True)) + m, rtol=1e-5, atol=1e-6)
+
+
+def test_sums_over_rows_match_numpy():
+    """Bias- and norm-weight-gradient sums (over the rows) beside a pointwise result, in one kernel."""
+    R, C = 300, 96
+    chain = Chain(R, C, (Operand("full", "float32"), Operand("full", "float32"), Operand("col", "float32")), (
+        Step("multiply", (("in", 0), ("in", 1)), "float32"),
+        Step("sum_rows", (("v", 0),), "float32"),
+        Step("sum_rows", (("in", 0),), "float32"),
+        Step("multiply", (("in", 0), ("in", 2)), "float32"),
+    ), (1, 2, 3))
+    rng = np.random.default_rng(5)
+    g, x = rng.standard_normal((R, C)).astype(np.float32), rng.standard_normal((R, C)).astype(np.float32)
+    r = rng.standard_normal((R, 1)).astype(np.float32)
+    k = generate(chain, "row_sums")
+    gw, gb, gx = k.run(g, x, r)
+    assert gw.shape == gb.shape == (C,)
+    np.testing.assert_allclose(gw, (g.astype(np.float64) * x).sum(axis=0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gb, g.astype(np.float64).sum(axis=0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gx, g.astype(np.float64) * r, rtol=1e-6)
+    assert "nc_matmul(acc1" in kernel_source(chain, "row_sums")
+
+
+def test_matmul_epilogue_matches_numpy_and_stores_once():
+    """lhs @ rhs + bias > tanh > + residual in one kernel: the product never goes to HBM unless stored."""
+    R, K, C = 300, 200, 96
+    chain = Chain(R, C, (Operand("lhs", "float32"), Operand("rhs", "float32"), Operand("row", "float32"),
+                         Operand("full", "float32")), (
+        Step("matmul", (("in", 0), ("in", 1)), "float32"),
+        Step("add", (("v", 0), ("in", 2)), "float32"),
+        Step("tanh", (("v", 1),), "float32"),
+        Step("add", (("v", 2), ("in", 3)), "float32"),
+        Step("mean", (("v", 3),), "float32"),
+    ), (3, 4), contract=K)
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((R, K)).astype(np.float32), rng.standard_normal((K, C)).astype(np.float32)
+    bias, res = rng.standard_normal(C).astype(np.float32), rng.standard_normal((R, C)).astype(np.float32)
+    k = generate(chain, "mm_epilogue")
+    y, m = k.run(a, b, bias, res)
+    ref = np.tanh(a.astype(np.float64) @ b + bias) + res
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(m, ref.mean(axis=1, keepdims=True), rtol=1e-4, atol=1e-4)
+    # the row input is broadcast to the partitions of each of the 3 row blocks
+    moved = a.nbytes + b.nbytes + bias.nbytes * 128 * 3 + res.nbytes + y.nbytes + m.nbytes
+    assert k.schedule(a, b, bias, res).dma_bytes <= moved
+
+
+@pytest.mark.parametrize("chain,message", [
+    (Chain(4, 8, (Operand("full", "float32"),), (Step("sum_rows", (("in", 0),), "float32"),
+                                                 Step("exp", (("v", 0),), "float32")), (1,)),
+     "complete only after the last row block"),
+    (Chain(4, 8, (Operand("full", "float32"), Operand("lhs", "float32"), Operand("rhs", "float32")), (
+        Step("exp", (("in", 0),), "float32"), Step("matmul", (("in", 1), ("in", 2)), "float32")), (1,), contract=3),
+     "must be step 0"),
+])
+def test_unsupported_row_sum_and_matmul_chains_are_rejected(chain, message):
+    with pytest.raises(ChainError, match=message):
+        kernel_source(chain, "bad")

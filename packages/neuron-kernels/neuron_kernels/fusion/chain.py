@@ -6,8 +6,12 @@ has a layout relative to the iteration space:
 
 - ``full``: [rows, cols], rows on partitions;
 - ``col``: [rows, 1], one value per row (a reduction's result, a keepdim statistic);
-- ``row``: [cols], the same row for every row (a bias or weight vector; inputs only);
-- ``scalar``: [1], one value (inputs only).
+- ``row``: [cols], the same row for every row (a bias or weight vector as an input; as a step,
+  a sum over the rows, e.g. a bias or norm-weight gradient, which is only stored);
+- ``scalar``: [1], one value (inputs only);
+- ``lhs``: [rows, contract] and ``rhs``: [contract, cols], the operands of a matmul that computes
+  the chain's first step (a matmul epilogue: bias, activation, residual add, norm and casts are
+  applied to the product before it leaves the chip).
 
 Steps read inputs (``("in", i)``), earlier steps (``("v", j)``) or immediates (``("c", x)``).
 """
@@ -25,7 +29,11 @@ POINTWISE = {
     "cos": 1, "sign": 1, "copy": 1,
 }
 REDUCTIONS = {"sum": 1, "max": 1, "min": 1, "mean": 1}
-LAYOUTS = ("full", "col", "row", "scalar")
+# Reductions over the rows (the partition axis): a full value -> one row, complete only after the
+# last row block, so a chain stores it and no later step reads it.
+ROW_REDUCTIONS = {"sum_rows": 1}
+LAYOUTS = ("full", "col", "row", "scalar", "lhs", "rhs")
+MATMUL = "matmul"   # step 0 only: ("in", lhs), ("in", rhs) -> full [rows, cols], fp32 accumulation
 DTYPES = ("float32", "bfloat16", "float16")
 
 
@@ -53,6 +61,16 @@ class Chain:
     inputs: tuple    # Operand per HBM input, in argument order
     steps: tuple     # Step, in execution order
     outputs: tuple   # step indices stored to HBM, in result order
+    contract: int = 0  # K of the matmul computing step 0 (0: the chain has no matmul)
+
+    def input_shape(self, i: int) -> tuple:
+        """The HBM shape of input ``i`` as the kernel reads it."""
+        return {"full": (self.rows, self.cols), "col": (self.rows, 1), "row": (self.cols,), "scalar": (1,),
+                "lhs": (self.rows, self.contract), "rhs": (self.contract, self.cols)}[self.inputs[i].layout]
+
+    def output_shape(self, k: int) -> tuple:
+        lay = self.layouts()[self.outputs[k]]
+        return {"full": (self.rows, self.cols), "col": (self.rows, 1), "row": (self.cols,)}[lay]
 
     def layouts(self) -> tuple[str, ...]:
         """Each step's layout ("full" or "col"); raises ChainError for an unsupported chain."""
@@ -68,14 +86,27 @@ class Chain:
                     if not 0 <= a[1] < len(self.inputs):
                         raise ChainError(f"step {i} ({s.op}) reads input {a[1]} of {len(self.inputs)}")
                     lay = self.inputs[a[1]].layout
+                    if lay not in LAYOUTS:
+                        raise ChainError(f"input {a[1]} has layout {lay!r}; layouts: {LAYOUTS}")
+                    if lay in ("lhs", "rhs") and s.op != MATMUL:
+                        raise ChainError(f"step {i} ({s.op}) reads matmul operand {a[1]}; only step 0 "
+                                         f"({MATMUL}) reads {lay} inputs")
                     kinds.append("full" if lay == "row" else "col" if lay == "scalar" else lay)
                 elif a[0] == "v":
                     if not 0 <= a[1] < i:
                         raise ChainError(f"step {i} ({s.op}) reads step {a[1]}, which does not precede it")
+                    if out[a[1]] == "row":
+                        raise ChainError(f"step {i} ({s.op}) reads step {a[1]}, a sum over the rows, which is "
+                                         "complete only after the last row block; store it instead")
                     kinds.append(out[a[1]])
                 elif a[0] != "c":
                     raise ChainError(f"step {i} ({s.op}) has an operand of kind {a[0]!r}")
-            if s.op in POINTWISE:
+            if s.op == MATMUL:
+                if i != 0 or kinds != ["lhs", "rhs"] or self.contract < 1:
+                    raise ChainError(f"step {i}: {MATMUL} must be step 0 and read an lhs and an rhs input with "
+                                     f"contract >= 1, got {kinds}, contract {self.contract}")
+                out.append("full")
+            elif s.op in POINTWISE:
                 if len(s.args) != POINTWISE[s.op]:
                     raise ChainError(f"step {i}: {s.op} takes {POINTWISE[s.op]} operands, got {len(s.args)}")
                 if not kinds:
@@ -85,9 +116,13 @@ class Chain:
                 if kinds != ["full"]:
                     raise ChainError(f"step {i}: {s.op} reduces a full [rows, cols] value, got {kinds}")
                 out.append("col")
+            elif s.op in ROW_REDUCTIONS:
+                if kinds != ["full"]:
+                    raise ChainError(f"step {i}: {s.op} reduces a full [rows, cols] value, got {kinds}")
+                out.append("row")
             else:
                 raise ChainError(f"step {i}: op {s.op!r} has no fused form; fusable ops: "
-                                 f"{sorted(POINTWISE) + sorted(REDUCTIONS)}")
+                                 f"{sorted(POINTWISE) + sorted(REDUCTIONS) + sorted(ROW_REDUCTIONS)}")
         for o in self.outputs:
             if not 0 <= o < len(self.steps):
                 raise ChainError(f"output {o} is not a step of the chain ({len(self.steps)} steps)")

@@ -16,7 +16,7 @@ import re
 
 from .. import language as nl
 from ..kernels._tiling import P
-from .chain import REDUCTIONS, Chain, ChainError
+from .chain import MATMUL, REDUCTIONS, ROW_REDUCTIONS, Chain, ChainError
 
 # A whole row per tile; wider rows would need a second pass over the free dimension.
 MAX_COLS = 8192
@@ -25,12 +25,18 @@ MAX_COLS = 8192
 FLAT_CHUNK = 512
 # Row blocks computed side by side per loop iteration (see ``_interleave``).
 LANES = 2
+# Sums over rows: columns per matmul (one 2 KiB PSUM bank of fp32) and the PSUM banks they may use
+# (8 per partition, C §4.1; the rest stay free for the chain's other tiles).
+ROW_SUM_CHUNK = 512
+ROW_SUM_BANKS = 6
+# SBUF bytes per partition for a fused matmul's resident rhs (the library GEMM's moving budget).
+MATMUL_RHS_BUDGET = 64 * 1024
 
 
 def is_flat(chain: Chain) -> bool:
     """Pointwise-only chains over full and scalar inputs ignore the row structure: they are tiled
     over the flat element space, 128 partitions wide, whatever the row length."""
-    return (not any(s.op in REDUCTIONS for s in chain.steps)
+    return (not chain.contract and not any(s.op in REDUCTIONS or s.op in ROW_REDUCTIONS for s in chain.steps)
             and all(o.layout in ("full", "scalar") for o in chain.inputs)
             and (chain.rows * chain.cols) % P == 0)
 
@@ -102,8 +108,12 @@ class _Plan:
 
     def build(self):
         for j, s in enumerate(self.chain.steps):
-            if s.op in REDUCTIONS:
+            if s.op == MATMUL:
+                self.ins[j] = {"kind": "matmul", "lhs": s.args[0][1], "rhs": s.args[1][1]}
+            elif s.op in REDUCTIONS:
                 self.ins[j] = self._reduction(j)
+            elif s.op in ROW_REDUCTIONS:
+                self.ins[j] = {"kind": "rowsum", "src": s.args[0]}
             elif s.op in ACTIVATIONS:
                 self.ins[j] = self._activation(j)
             elif self.scalar_form(j) is not None:
@@ -162,12 +172,14 @@ class _Plan:
         out = {}
         flexible = []
         for j, ins in self.ins.items():
-            if j in self.folded or ins["kind"] == "fused_reduce":
+            if j in self.folded or ins["kind"] in ("fused_reduce", "rowsum"):
                 continue
             n = 1 if self.layouts[j] == "col" else flat_free
             kind = ins["kind"]
             if kind == "act":
                 cands = ("scalar",)
+            elif kind == "matmul":       # the PSUM eviction (GpSimd cannot read PSUM)
+                cands = ("vector", "scalar")
             elif kind == "reduce":
                 cands = ("vector",)
             elif kind == "tt":
@@ -203,7 +215,60 @@ class _Plan:
         return self.chain.steps[a[1]].dtype if a[0] == "v" else self.chain.inputs[a[1]].dtype
 
 
-_LANE_NAMES = re.compile(r"\b(x\d+|v\d+|f0|fs|r0|rs)\b")
+def _matmul_dtype(chain: Chain) -> str:
+    a, b = (chain.inputs[x[1]].dtype for x in chain.steps[0].args)
+    return "float32" if "float32" in (a, b) else a
+
+
+def _matmul_head(chain: Chain, row_sum_banks: int) -> list[str]:
+    """The resident rhs [contract, cols], loaded once (as the library GEMM's moving block, F §7)."""
+    K, C = chain.contract, chain.cols
+    KT = -(-K // P)
+    cdt = _matmul_dtype(chain)
+    size = 2 if cdt in ("bfloat16", "float16") else 4
+    if KT * C * size > MATMUL_RHS_BUDGET:
+        raise ChainError(f"a resident rhs of [{K}, {C}] {cdt} needs {KT * C * size} bytes per partition; the fused "
+                         f"matmul keeps at most {MATMUL_RHS_BUDGET}")
+    banks = LANES * 2 * -(-C // ROW_SUM_CHUNK)
+    if banks + row_sum_banks > 8:
+        raise ChainError(f"a fused matmul with {C} columns needs {banks} PSUM banks (+{row_sum_banks} for sums over "
+                         "rows); a partition has 8")
+    b = chain.steps[0].args[1][1]
+    lines = [f"    rhs = nl.ndarray(({P}, {KT}, {C}), {cdt!r}, buffer=nl.sbuf, bufs=1)"]
+    for kt in range(KT):
+        k0, ks = kt * P, min(P, K - kt * P)
+        lines.append(f"    rhs[:{ks}, {kt}, :] = nl.load(in{b}[{k0}:{k0 + ks}, :], dtype={cdt!r})")
+    return lines
+
+
+def _matmul_body(chain: Chain, ins: dict, dt: str, engine: str) -> list[str]:
+    """Step 0 for one row block: lhs^T through DMA transposes, the product in PSUM (fp32, 512-column
+    banks), evicted to SBUF in the step's dtype for the epilogue steps."""
+    K, C = chain.contract, chain.cols
+    KT = -(-K // P)
+    cdt = _matmul_dtype(chain)
+    a = ins["lhs"]
+    lines = [f"        x{a} = nl.ndarray(({P}, {KT}, {P}), {cdt!r})"]
+    for kt in range(KT):
+        k0, ks = kt * P, min(P, K - kt * P)
+        lines.append(f"        x{a}[:{ks}, {kt}, :rs] = nl.load_transpose2d(in{a}[r0:r0 + rs, {k0}:{k0 + ks}], "
+                     f"dtype={cdt!r})")
+    lines.append(f"        p0 = nl.ndarray((rs, {C}), 'float32', buffer=nl.psum)")
+    for j0 in range(0, C, ROW_SUM_CHUNK):
+        js = min(ROW_SUM_CHUNK, C - j0)
+        for kt in range(KT):
+            ks = min(P, K - kt * P)
+            lines.append(f"        nl.isa.nc_matmul(p0[:, {j0}:{j0 + js}], x{a}[:{ks}, {kt}, :rs], "
+                         f"rhs[:{ks}, {kt}, {j0}:{j0 + js}], accumulate={kt > 0})")
+    lines.append(f"        v0 = nl.copy(p0, dtype={dt}, engine={engine!r})")
+    return lines
+
+
+def _src_dtype(chain: Chain, a) -> str:
+    return chain.steps[a[1]].dtype if a[0] == "v" else chain.inputs[a[1]].dtype
+
+
+_LANE_NAMES = re.compile(r"\b(x\d+|v\d+|p\d+|f0|fs|r0|rs)\b")
 
 
 def _interleave(body: list[str], guard: str) -> list[str]:
@@ -234,9 +299,23 @@ def kernel_source(chain: Chain, name: str) -> str:
     args = ", ".join(f"in{i}" for i in range(len(chain.inputs))) or ""
     lines = [f"def {name}({args}):"]
     for k, o in enumerate(chain.outputs):
-        shape = (R, C) if layouts[o] == "full" else (R, 1)
+        shape = {"full": (R, C), "col": (R, 1), "row": (C,)}[layouts[o]]
         lines.append(f"    out{k} = nl.ndarray({shape}, {chain.steps[o].dtype!r}, buffer=nl.shared_hbm)")
-    used = sorted({a[1] for s in chain.steps for a in s.args if a[0] == "in"})
+    # Sums over the rows: a ones-vector matmul per row block on TensorE ([rs, 1].T @ [rs, cols]),
+    # accumulating in one PSUM row across row blocks (C §4.3: TensorE contracts over partitions).
+    row_sums = [j for j, s in enumerate(chain.steps) if s.op in ROW_REDUCTIONS]
+    banks = sum(-(-C // ROW_SUM_CHUNK) for _ in row_sums)
+    if banks > ROW_SUM_BANKS:
+        raise ChainError(f"{len(row_sums)} sums over rows of {C} elements need {banks} PSUM banks; the fused "
+                         f"kernel keeps at most {ROW_SUM_BANKS} for them")
+    for dt in sorted({_src_dtype(chain, chain.steps[j].args[0]) for j in row_sums}):
+        lines.append(f"    ones_{dt} = nl.full(({P}, 1), 1.0, {dt!r})")
+    for j in row_sums:
+        lines.append(f"    acc{j} = nl.ndarray((1, {C}), 'float32', buffer=nl.psum, bufs=1)")
+    if chain.contract:
+        lines += _matmul_head(chain, banks)
+    used = sorted({a[1] for s in chain.steps for a in s.args if a[0] == "in"
+                   and chain.inputs[a[1]].layout not in ("lhs", "rhs")})
     plan = _Plan(chain, layouts).build()
     if flat:
         F = R * C // P
@@ -277,7 +356,16 @@ def kernel_source(chain: Chain, name: str) -> str:
             continue
         dt = repr(s.dtype)
         eng = engine.get(j)
-        if kind == "reduce":
+        if kind == "matmul":
+            lines += _matmul_body(chain, ins, repr(s.dtype), engine[j])
+        elif kind == "rowsum":
+            src = operand(ins["src"])
+            ones = f"ones_{_src_dtype(chain, ins['src'])}"
+            for c0 in range(0, C, ROW_SUM_CHUNK):
+                cs = min(ROW_SUM_CHUNK, C - c0)
+                lines.append(f"        nl.isa.nc_matmul(acc{j}[:, {c0}:{c0 + cs}], {ones}[:rs, :], "
+                             f"{src}[:, {c0}:{c0 + cs}], accumulate=r0 > 0)")
+        elif kind == "reduce":
             lines.append(f"        v{j} = nl.{s.op}({operand(ins['src'])}, axis=1, dtype={dt})")
         elif kind == "act":
             red = ins.get("reduce")
@@ -300,8 +388,12 @@ def kernel_source(chain: Chain, name: str) -> str:
             ops = ", ".join(operand(a) for a in ins["args"])
             lines.append(f"        v{j} = nl.{s.op}({ops}, dtype={dt}, engine={eng!r})")
     for k, o in enumerate(chain.outputs):
-        lines.append(f"        nl.store(out{k}{store}, v{o})")
+        if layouts[o] != "row":
+            lines.append(f"        nl.store(out{k}{store}, v{o})")
     lines = head + _interleave(lines, guard)
+    for k, o in enumerate(chain.outputs):
+        if layouts[o] == "row":
+            lines.append(f"    nl.store(out{k}.reshape((1, {C})), nl.copy(acc{o}, dtype={chain.steps[o].dtype!r}))")
     lines.append("    return " + (", ".join(f"out{k}" for k in range(len(chain.outputs))) or "None"))
     return "\n".join(lines) + "\n"
 
