@@ -212,7 +212,7 @@ class _Plan:
         return [ins["src"]]
 
     def _dtype(self, a):
-        return self.chain.steps[a[1]].dtype if a[0] == "v" else self.chain.inputs[a[1]].dtype
+        return _src_dtype(self.chain, a)
 
 
 def _matmul_dtype(chain: Chain) -> str:
@@ -299,8 +299,7 @@ def kernel_source(chain: Chain, name: str) -> str:
     args = ", ".join(f"in{i}" for i in range(len(chain.inputs))) or ""
     lines = [f"def {name}({args}):"]
     for k, o in enumerate(chain.outputs):
-        shape = {"full": (R, C), "col": (R, 1), "row": (C,)}[layouts[o]]
-        lines.append(f"    out{k} = nl.ndarray({shape}, {chain.steps[o].dtype!r}, buffer=nl.shared_hbm)")
+        lines.append(f"    out{k} = nl.ndarray({chain.output_shape(k)}, {chain.steps[o].dtype!r}, buffer=nl.shared_hbm)")
     # Sums over the rows: a ones-vector matmul per row block on TensorE ([rs, 1].T @ [rs, cols]),
     # accumulating in one PSUM row across row blocks (C §4.3: TensorE contracts over partitions).
     row_sums = [j for j, s in enumerate(chain.steps) if s.op in ROW_REDUCTIONS]

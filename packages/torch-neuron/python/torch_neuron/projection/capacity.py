@@ -159,10 +159,9 @@ def search(trial: Callable[[int], Trial], capacity: int, start: int = 1, max_bat
         run((good + bad) // 2)
         good, bad = bounds()
     limit = "" if bad is not None else f"batch {max_batch} (max_batch) still fits; raise max_batch"
-    if good == 0 and 1 not in trials:
-        run(1)
+    # Nothing fitting means the shrink loop above ran batch 1, so good + 1 == bad is the check.
     ordered = [trials[k] for k in sorted(trials)]
-    verified = bad == good + 1 and (good == 0 or trials[good].fits)
+    verified = bad == good + 1
     return good, verified, ordered, predicted, limit
 
 

@@ -42,16 +42,20 @@ def _mib(b: float) -> str:
     return f"{b / 2**20:.2f} MiB"
 
 
-def _batch_line(b: dict) -> str:
-    by = {t["batch"]: t for t in b["trials"]}
+def _check(b: dict) -> str:
+    """How a largest-batch result was checked: the runs at the boundary, or why there is none."""
     n = b["largest"]
-    if b["verified"]:
-        ran = f"{n} ran (high-water {_mib(by[n]['peak_bytes'])})" if n else "even 1 is out of memory"
-        check = f"checked: {ran}, {n + 1} out of memory"
-    else:
-        check = "NOT checked: " + (b["limit_reason"] or "no out-of-memory boundary found")
-    return (f"largest batch ({b['batch_arg']}) that fits {_mib(b['capacity_bytes'])}: {n}; {check}; "
-            f"{len(b['trials'])} runs")
+    if not b["verified"]:
+        return "not checked: " + (b["limit_reason"] or "no out-of-memory boundary found")
+    if not n:
+        return "checked: even batch 1 is out of memory"
+    peak = next(t["peak_bytes"] for t in b["trials"] if t["batch"] == n)
+    return f"checked: {n} ran (high-water {_mib(peak)}), {n + 1} out of memory"
+
+
+def _batch_line(b: dict) -> str:
+    return (f"largest batch ({b['batch_arg']}) that fits {_mib(b['capacity_bytes'])}: {b['largest']}; "
+            f"{_check(b)}; {len(b['trials'])} runs")
 
 
 def _plots(summaries: list[dict], out_dir: str) -> list[tuple[str, str]]:
@@ -151,13 +155,7 @@ def _fit_section(summaries: list[dict]) -> list[str]:
         row = f"| {s['profile']} | {share} | {at} | {_mib(s['hbm_peak_bytes'])} | {verdict} |"
         b = s.get("batch_search")
         if b:
-            by = {t["batch"]: t for t in b["trials"]}
-            n = b["largest"]
-            if b["verified"]:
-                check = (f"{n} ran ({_mib(by[n]['peak_bytes'])}), " if n else "") + f"{n + 1} out of memory"
-            else:
-                check = "not checked: " + (b["limit_reason"] or "no boundary")
-            row += f" **{n}** | {check} | {b['predicted'] if b['predicted'] is not None else '-'} |"
+            row += f" **{b['largest']}** | {_check(b)} | {b['predicted'] if b['predicted'] is not None else '-'} |"
         elif searched:
             row += " - | - | - |"
         out.append(row)
