@@ -149,18 +149,15 @@ class FusedKernel:
     def _run_program(self, inputs, outs) -> None:
         from neuron_sim.isa import execute
 
-        R, C = self.chain.rows, self.chain.cols
-        shapes = {"full": (R, C), "col": (R, 1), "row": (C,), "scalar": (1,)}
         arrays = []
         tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
-        for t, op in zip(tensors, self.chain.inputs):
-            arrays.append(host_view(host_alias(t).contiguous().reshape(shapes[op.layout])))
-        layouts = self.chain.layouts()
+        for i, t in enumerate(tensors):
+            arrays.append(host_view(host_alias(t).contiguous().reshape(self.chain.input_shape(i))))
         # Results are written through contiguous [rows, cols] views; a result with the unfused
         # op's other strides goes through a host copy.
         targets = [host_alias(o) for o in outs]
         staged = [t if t.is_contiguous() else torch.empty(t.shape, dtype=t.dtype) for t in targets]
-        views = [host_view(t).reshape(shapes[layouts[s]]) for t, s in zip(staged, self.chain.outputs)]
+        views = [host_view(t).reshape(self.chain.output_shape(k)) for k, t in enumerate(staged)]
         for p in self.programs():
             execute(p, arrays, outputs=views)
         for t, st in zip(targets, staged):

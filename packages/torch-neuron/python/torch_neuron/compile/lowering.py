@@ -15,7 +15,7 @@ import torch
 import torch.fx as fx
 
 from . import cache, stats
-from .chains import BINARY, REDUCTION, UNARY, VIEWS, FLOAT_DTYPES, Group, _shape, _val, prims
+from .chains import BINARY, MATMULS, REDUCTION, UNARY, VIEWS, FLOAT_DTYPES, Group, _shape, _val, prims
 
 aten = torch.ops.aten
 
@@ -55,6 +55,15 @@ def chain_of(g: Group):
             inputs.append(a)
         return ("in", inputs.index(a))
 
+    def operand(a, lay):
+        """A matmul operand (``lhs``/``rhs``): always an input of the chain."""
+        if a in value or (a in in_layout and in_layout[a] != lay):
+            raise Unfusable(f"matmul operand {a.name} is also used as {in_layout.get(a, 'a chain value')}")
+        if a not in in_layout:
+            in_layout[a] = lay
+            inputs.append(a)
+        return ("in", inputs.index(a))
+
     def emit(op, args, dtype, node):
         steps.append(Step(op, tuple(args), dtype))
         step_node[len(steps) - 1] = node
@@ -68,7 +77,18 @@ def chain_of(g: Group):
             src = n.args[0]
             value[n] = value[src] if src in value else ref(src, out)
             continue
-        if t in REDUCTION:
+        if t in MATMULS:
+            if steps:
+                raise Unfusable(f"{n.name}: a matmul only starts a chain")
+            lhs, rhs = (n.args[1], n.args[2]) if t is aten.addmm.default else (n.args[0], n.args[1])
+            mm = emit("matmul", [operand(lhs, "lhs"), operand(rhs, "rhs")],
+                      "float32" if t is aten.addmm.default and dt != "float32" else dt, n)
+            if t is aten.addmm.default:
+                # addmm rounds once (bias added to the fp32 product), as the library GEMM's epilogue.
+                value[n] = emit("add", [mm, ref(n.args[0], out)], dt, n)
+            else:
+                value[n] = mm
+        elif t in REDUCTION:
             value[n] = emit(REDUCTION[t], [ref(n.args[0], _shape(n.args[0]))], dt, n)
         elif t in BINARY:
             a, b = ref(n.args[0], out), ref(n.args[1], out)
@@ -125,7 +145,7 @@ def chain_of(g: Group):
             raise Unfusable(f"{n.name} is an input value")
         out_steps.append(v[1])
     chain = Chain(g.rows, g.cols, tuple(Operand(in_layout[a], FLOAT_DTYPES[_val(a).dtype]) for a in inputs),
-                  tuple(steps), tuple(out_steps))
+                  tuple(steps), tuple(out_steps), g.contract)
     layouts = chain.layouts()
     for n, s in zip(outputs, out_steps):
         if layouts[s] != g.layout(_shape(n)):
@@ -176,9 +196,7 @@ def build_kernel(name: str, chain, options, profile: str) -> dict:
 
 def _specs(chain):
     import neuron_kernels.language as nl
-    R, C = chain.rows, chain.cols
-    shapes = {"full": (R, C), "col": (R, 1), "row": (C,), "scalar": (1,)}
-    return [nl.TensorSpec(shapes[o.layout], o.dtype) for o in chain.inputs]
+    return [nl.TensorSpec(chain.input_shape(i), o.dtype) for i, o in enumerate(chain.inputs)]
 
 
 def program_factory(chain, name: str, profile: str):
