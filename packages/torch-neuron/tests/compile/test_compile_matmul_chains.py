@@ -16,10 +16,10 @@ pytestmark = pytest.mark.timeout(300)
 
 
 class MLPBlock(nn.Module):
-    def __init__(self, d=48):
+    def __init__(self, d=48, approximate="tanh"):
         super().__init__()
         self.fc = nn.Linear(d, 4 * d)
-        self.act = nn.GELU(approximate="tanh")
+        self.act = nn.GELU(approximate=approximate)
         self.out = nn.Linear(4 * d, d)
         self.ln = nn.LayerNorm(d)
 
@@ -61,12 +61,13 @@ def test_matmul_epilogues_and_layer_norm_fuse_and_match_eager():
     assert not torch_neuron.compile_stats()["unfused_chains"]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_device_numerics_compute_matmul_chains(dtype):
-    """With device numerics on, the generated programs (matmul on TensorE, epilogue, norm)
-    compute forward and gradients; compared with float64 on the CPU."""
+@pytest.mark.parametrize("dtype,approximate", [(torch.float32, "tanh"), (torch.bfloat16, "tanh"),
+                                               (torch.float32, "none")])
+def test_device_numerics_compute_matmul_chains(dtype, approximate):
+    """With device numerics on, the generated programs (matmul on TensorE, epilogue, norm, GELU's
+    backward in both forms) compute forward and gradients; compared with float64 on the CPU."""
     torch.manual_seed(1)
-    base = MLPBlock(32)
+    base = MLPBlock(32, approximate)
     x = torch.randn(160, 32)
     ref = copy.deepcopy(base).double()
     y_r, g_r = _step(ref, x.double())
@@ -79,6 +80,7 @@ def test_device_numerics_compute_matmul_chains(dtype):
         torch_neuron.set_device_numerics(False)
     s = torch_neuron.compile_stats()
     assert any(o.startswith("matmul > ") for o in _ops())
+    assert any("gelu_backward" in " ".join(k["aten"]) for k in s["fused_kernels"])
     assert s["numerics_launches"] == s["fused_launches"] > 0
     tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=5e-2, atol=1e-1)
     torch.testing.assert_close(y_c.cpu().double(), y_r, **tol)

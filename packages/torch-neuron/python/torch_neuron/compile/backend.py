@@ -4,10 +4,10 @@
 per-signature lowering (``pipeline``) -> the lowered graphs run on ``neuron``.
 
 AOTAutograd gets a decomposition table that splits layer norm and its backward (``native_layer_norm``
-below), softmax, log-softmax, SiLU and their
-backwards, GELU's backward (no library kernel covers its tanh form) and a few composite
-pointwise ops into pointwise and reduction ops (GELU itself stays one op: the activation engine
-computes it in one instruction), so they become fusable chains,
+below), softmax, log-softmax, SiLU and their backwards and a few composite pointwise ops into
+pointwise and reduction ops, so they become fusable chains (GELU stays one op: the activation
+engine computes it in one instruction; GELU's backward stays one op too and is expanded into
+steps inside its chain, so the host reference computes it as one op),
 while matmul and attention ops stay whole (mm/addmm start fused chains whose epilogue is the
 pointwise work after them, see ``chains``); its partitioner is
 the min-cut rematerialization partitioner (cheap pointwise ops are recomputed in the backward
@@ -95,7 +95,7 @@ def decompositions() -> dict:
         aten._softmax, aten._log_softmax, aten._softmax_backward_data, aten._log_softmax_backward_data,
         aten.silu, aten.silu_backward, aten.hardtanh, aten.leaky_relu,
         aten.mse_loss, aten.mse_loss_backward, aten.addcmul, aten.addcdiv, aten.rsub, aten.sigmoid_backward,
-        aten.tanh_backward, aten.gelu_backward, aten.elu, aten.softplus, aten.hardsigmoid, aten.hardswish,
+        aten.tanh_backward, aten.elu, aten.softplus, aten.hardsigmoid, aten.hardswish,
     ]), aten.native_layer_norm.default: native_layer_norm,
         aten.native_layer_norm_backward.default: native_layer_norm_backward}
 
@@ -121,6 +121,12 @@ def _signature(args) -> tuple:
     return tuple(out)
 
 
+def _fallback_counts() -> dict:
+    """Host-fallback executions per op so far (the device's op counters)."""
+    from .. import get_fallback_ops
+    return get_fallback_ops()
+
+
 class CompiledGraph:
     """One AOT graph: lowered on first call per input signature, then the lowered graph runs."""
 
@@ -130,6 +136,7 @@ class CompiledGraph:
         self.name = name
         self.lowered: dict[tuple, pipeline.Lowering] = {}
         self._lock = threading.Lock()
+        self._counted: set[str] = set()    # lowerings whose host nodes are counted (on their first run)
         stats.add("partitions")
 
     def lowering_for(self, args) -> pipeline.Lowering:
@@ -146,7 +153,15 @@ class CompiledGraph:
 
     def __call__(self, args):
         lw = self.lowering_for(args)
-        out = lw.lowered(*args)
+        if lw.name in self._counted:
+            out = lw.lowered(*args)
+        else:
+            before = _fallback_counts()
+            out = lw.lowered(*args)
+            after = _fallback_counts()
+            self._counted.add(lw.name)
+            pipeline.count_host_nodes(lw, {op: n - before.get(op, 0) for op, n in after.items()
+                                           if n > before.get(op, 0)})
         args.clear()
         return out
 

@@ -41,7 +41,7 @@ VIEWS = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, ate
          aten.squeeze.dim, aten.squeeze.dims, aten.expand.default, aten.alias.default}
 # Matmuls that start a chain (step 0 on TensorE, the chain's pointwise ops as its epilogue).
 MATMULS = {aten.mm.default, aten.addmm.default}
-COMPOSITE = {aten.gelu.default, aten.threshold_backward.default, aten.tanh_backward.default, aten.sigmoid_backward.default,
+COMPOSITE = {aten.gelu.default, aten.gelu_backward.default, aten.threshold_backward.default, aten.tanh_backward.default, aten.sigmoid_backward.default,
              aten.rsub.Scalar, prims.convert_element_type.default, aten._to_copy.default}
 
 
@@ -281,7 +281,8 @@ def find_groups(gm: fx.GraphModule, min_chain: int) -> list[Group]:
         while g.nodes and g.nodes[-1].target in VIEWS:
             g.nodes.pop()
         compute = [n for n in g.nodes if n.target not in VIEWS]
-        if len(compute) >= min_chain:
+        # GELU's backward is several steps in one node (no eager kernel computes it as one op).
+        if len(compute) + sum(n.target is aten.gelu_backward.default for n in compute) >= min_chain:
             out.append(g)
     return out
 

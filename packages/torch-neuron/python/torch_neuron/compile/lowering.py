@@ -9,6 +9,7 @@ remaining nodes.
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
@@ -109,6 +110,9 @@ def chain_of(g: Group):
         elif t is aten.threshold_backward.default:
             mask = emit("greater", [ref(n.args[1], out), ("c", float(n.args[2]))], "float32", n)
             value[n] = emit("multiply", [ref(n.args[0], out), mask], dt, n)
+        elif t is aten.gelu_backward.default:
+            value[n] = _gelu_backward(emit, ref(n.args[0], out), ref(n.args[1], out),
+                                      n.kwargs.get("approximate", "none"), dt, n)
         elif t is aten.tanh_backward.default:
             y = ref(n.args[1], out)
             sq = emit("multiply", [y, y], "float32", n)
@@ -159,6 +163,29 @@ def chain_of(g: Group):
         if n.target not in VIEWS:
             eager_bytes += _nbytes(n) + sum(_nbytes(a) for a in n.all_input_nodes)
     return chain, inputs, outputs, eager_bytes
+
+
+def _gelu_backward(emit, dy, x, approximate: str, dt: str, n):
+    """dy * GELU'(x) as fused steps (fp32 intermediates, one rounding at the end, as ATen's
+    gelu_backward computes it)."""
+    f = "float32"
+    x2 = emit("multiply", [x, x], f, n)
+    if approximate == "tanh":
+        k0, k1 = math.sqrt(2.0 / math.pi), 0.044715
+        a = emit("add", [emit("multiply", [x2, ("c", k0 * k1)], f, n), ("c", k0)], f, n)
+        th = emit("tanh", [emit("multiply", [a, x], f, n)], f, n)
+        left = emit("multiply", [emit("add", [th, ("c", 1.0)], f, n), ("c", 0.5)], f, n)
+        one_minus = emit("subtract", [("c", 1.0), emit("multiply", [th, th], f, n)], f, n)
+        b = emit("add", [emit("multiply", [x2, ("c", 3.0 * k1)], f, n), ("c", 1.0)], f, n)
+        right = emit("multiply", [emit("multiply", [emit("multiply", [x, one_minus], f, n), b], f, n),
+                                  ("c", 0.5 * k0)], f, n)
+    else:
+        left = emit("multiply", [emit("add", [emit("erf", [emit("multiply", [x, ("c", 1.0 / math.sqrt(2.0))], f, n)],
+                                                   f, n), ("c", 1.0)], f, n), ("c", 0.5)], f, n)
+        pdf = emit("multiply", [emit("exp", [emit("multiply", [x2, ("c", -0.5)], f, n)], f, n),
+                                ("c", 1.0 / math.sqrt(2.0 * math.pi))], f, n)
+        right = emit("multiply", [x, pdf], f, n)
+    return emit("multiply", [dy, emit("add", [left, right], f, n)], dt, n)
 
 
 def reference_graph(g: Group, inputs: list, outputs: list) -> fx.GraphModule:
