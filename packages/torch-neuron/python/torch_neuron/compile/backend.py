@@ -136,10 +136,15 @@ class CompiledGraph:
         self.name = name
         self.lowered: dict[tuple, pipeline.Lowering] = {}
         self._lock = threading.Lock()
-        self._counted: set[str] = set()    # lowerings whose host nodes are counted (on their first run)
+        self._counted: set[str] = set()
+        self._static: pipeline.Lowering | None = None    # lowerings whose host nodes are counted (on their first run)
         stats.add("partitions")
 
     def lowering_for(self, args) -> pipeline.Lowering:
+        # A graph without symbolic sizes has one signature (Dynamo guards its shapes, dtypes and
+        # devices): its lowering is reused without recomputing the signature per call.
+        if self._static is not None:
+            return self._static
         sig = _signature(args)
         lw = self.lowered.get(sig)
         if lw is None:
@@ -149,6 +154,8 @@ class CompiledGraph:
                     name = self.name if not self.lowered else f"{self.name}_s{len(self.lowered)}"
                     lw = pipeline.Lowering(name, self.options, _profile(args), self.gm)
                     lw = self.lowered[sig] = pipeline.run(lw, args)
+                    if not pipeline._symbolic(self.gm):
+                        self._static = lw
         return lw
 
     def __call__(self, args):

@@ -14,9 +14,9 @@ kernels through the one torch-to-kernel bridge (``torch_neuron.native``), exactl
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 
-import numpy as np
 import torch
 import torch.fx as fx
 
@@ -95,11 +95,17 @@ def host_alias(t: torch.Tensor) -> torch.Tensor:
     if t.device.type != "neuron":
         return t
     st = t.untyped_storage()
-    if st.nbytes() == 0:
+    n = st.nbytes()
+    if n == 0:
         return torch.empty(t.shape, dtype=t.dtype)
-    import neuron_sim
-    raw = torch.from_numpy(neuron_sim.alias_array(st.data_ptr(), (st.nbytes(),), np.uint8))
+    # The runtime's host address of the bytes, wrapped directly (a numpy view costs ~6x more per call).
+    raw = torch.frombuffer((ctypes.c_uint8 * n).from_address(_device_to_host(st.data_ptr(), n)), dtype=torch.uint8)
     return raw.view(t.dtype).as_strided(t.shape, t.stride(), t.storage_offset())
+
+
+def _device_to_host(ptr: int, n: int) -> int:
+    from neuron_sim.memory import host_alias as device_to_host
+    return device_to_host(ptr, n)
 
 
 class FusedKernel:
