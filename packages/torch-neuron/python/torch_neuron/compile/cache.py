@@ -15,8 +15,9 @@ import os
 import tempfile
 
 CACHE_ENV = "TORCH_NEURON_COMPILE_CACHE_DIR"  # registered in torch_neuron.env
-# Bumped whenever the generator schedules chains differently: entries hold latencies and sources.
-FORMAT = 2
+# Bumped whenever the generator schedules chains differently: entries hold latencies and sources
+# (3: chains may start with a matmul; layer norm is decomposed into chains).
+FORMAT = 3
 
 
 def directory() -> str:

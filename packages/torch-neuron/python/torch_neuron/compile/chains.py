@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Finding fusable chains in an ATen FX graph and describing each as a ``neuron_kernels.fusion.Chain``.
 
-A chain is a convex set of pointwise, last-dimension-reduction and view nodes over one
+A chain is a convex set of pointwise, last-dimension-reduction and view nodes, optionally
+started by a mm/addmm (the matmul is the chain's step 0, the rest its epilogue), over one
 [rows, cols] iteration space (rows: the product of the leading dimensions, cols: the last).
 Node by node in graph order, a fusable node joins the chain of one of its producers when its
 operands relate to that space as full, per-row (col), per-column (row) or scalar values and no
@@ -38,14 +39,35 @@ REDUCTION = {aten.sum.dim_IntList: "sum", aten.amax.default: "max", aten.amin.de
              aten.mean.dim: "mean"}
 VIEWS = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.unsqueeze.default,
          aten.squeeze.dim, aten.squeeze.dims, aten.expand.default, aten.alias.default}
-COMPOSITE = {aten.gelu.default, aten.threshold_backward.default, aten.tanh_backward.default, aten.sigmoid_backward.default,
+# Matmuls that start a chain (step 0 on TensorE, the chain's pointwise ops as its epilogue).
+MATMULS = {aten.mm.default, aten.addmm.default}
+COMPOSITE = {aten.gelu.default, aten.gelu_backward.default, aten.threshold_backward.default, aten.tanh_backward.default, aten.sigmoid_backward.default,
              aten.rsub.Scalar, prims.convert_element_type.default, aten._to_copy.default}
 
 
 def is_candidate(node: fx.Node) -> bool:
     t = node.target
     return node.op == "call_function" and (t in BINARY or t in UNARY or t in REDUCTION or t in VIEWS
-                                           or t in COMPOSITE)
+                                           or t in COMPOSITE or t in MATMULS)
+
+
+def matmul_space(node: fx.Node) -> tuple[int, int, int] | None:
+    """(rows, cols, contract) of a mm/addmm that can start a chain, else None."""
+    if node.op != "call_function" or node.target not in MATMULS or not _dtype_ok(node):
+        return None
+    if node.target is aten.addmm.default:
+        if node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1 or len(node.args) > 3:
+            return None
+        lhs, rhs = node.args[1], node.args[2]
+    else:
+        lhs, rhs = node.args[0], node.args[1]
+    vals = [_val(lhs), _val(rhs)]
+    if not all(isinstance(v, torch.Tensor) and v.dim() == 2 and v.dtype in FLOAT_DTYPES for v in vals):
+        return None
+    (m, k), (_, n) = _shape(lhs), _shape(rhs)
+    if m < 1 or n < 2 or k < 1:
+        return None
+    return m, n, k
 
 
 def _val(x):
@@ -63,6 +85,7 @@ class Group:
     rows: int
     cols: int
     nodes: list = dataclasses.field(default_factory=list)
+    contract: int = 0   # K of the matmul that starts the chain (0: none)
 
     def layout(self, shape) -> str | None:
         n = math.prod(shape)
@@ -102,6 +125,8 @@ def fits(node: fx.Node, g: Group, member) -> bool:
     if not _dtype_ok(node):
         return False
     t = node.target
+    if t in MATMULS:   # only as a chain's first node (find_groups), never joining one
+        return False
     out = _shape(node)
     if g.layout(out) is None:
         return False
@@ -217,6 +242,9 @@ def find_groups(gm: fx.GraphModule, min_chain: int) -> list[Group]:
             options += [{g} for g in cands]
             for gids in options:
                 g = groups[min(gids)]
+                # A matmul is step 0: only the earliest group of a merge may start with one.
+                if any(groups[x].contract for x in gids - {min(gids)}):
+                    continue
                 if convex(gids, node) and fits(node, g, lambda x, gids=gids: gid_of(x) in gids):
                     keep = min(gids)
                     for other in sorted(gids - {keep}):
@@ -226,7 +254,14 @@ def find_groups(gm: fx.GraphModule, min_chain: int) -> list[Group]:
                     groups[keep].nodes.sort(key=_order(gm))
                     placed = keep
                     break
-            if placed is None and node.target not in VIEWS:
+            if placed is None and node.target in MATMULS:
+                mm = matmul_space(node)
+                if mm is not None:
+                    g = Group(len(groups), mm[0], mm[1], contract=mm[2])
+                    groups.append(g)
+                    parent.append(g.gid)
+                    placed = g.gid
+            elif placed is None and node.target not in VIEWS:
                 space = space_of(node)
                 if space is not None:
                     g = Group(len(groups), *space)
@@ -246,7 +281,8 @@ def find_groups(gm: fx.GraphModule, min_chain: int) -> list[Group]:
         while g.nodes and g.nodes[-1].target in VIEWS:
             g.nodes.pop()
         compute = [n for n in g.nodes if n.target not in VIEWS]
-        if len(compute) >= min_chain:
+        # GELU's backward is several steps in one node (no eager kernel computes it as one op).
+        if len(compute) + sum(n.target is aten.gelu_backward.default for n in compute) >= min_chain:
             out.append(g)
     return out
 

@@ -9,13 +9,14 @@ remaining nodes.
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
 import torch.fx as fx
 
 from . import cache, stats
-from .chains import BINARY, REDUCTION, UNARY, VIEWS, FLOAT_DTYPES, Group, _shape, _val, prims
+from .chains import BINARY, MATMULS, REDUCTION, UNARY, VIEWS, FLOAT_DTYPES, Group, _shape, _val, prims
 
 aten = torch.ops.aten
 
@@ -55,6 +56,15 @@ def chain_of(g: Group):
             inputs.append(a)
         return ("in", inputs.index(a))
 
+    def operand(a, lay):
+        """A matmul operand (``lhs``/``rhs``): always an input of the chain."""
+        if a in value or (a in in_layout and in_layout[a] != lay):
+            raise Unfusable(f"matmul operand {a.name} is also used as {in_layout.get(a, 'a chain value')}")
+        if a not in in_layout:
+            in_layout[a] = lay
+            inputs.append(a)
+        return ("in", inputs.index(a))
+
     def emit(op, args, dtype, node):
         steps.append(Step(op, tuple(args), dtype))
         step_node[len(steps) - 1] = node
@@ -68,7 +78,18 @@ def chain_of(g: Group):
             src = n.args[0]
             value[n] = value[src] if src in value else ref(src, out)
             continue
-        if t in REDUCTION:
+        if t in MATMULS:
+            if steps:
+                raise Unfusable(f"{n.name}: a matmul only starts a chain")
+            lhs, rhs = (n.args[1], n.args[2]) if t is aten.addmm.default else (n.args[0], n.args[1])
+            mm = emit("matmul", [operand(lhs, "lhs"), operand(rhs, "rhs")],
+                      "float32" if t is aten.addmm.default and dt != "float32" else dt, n)
+            if t is aten.addmm.default:
+                # addmm rounds once (bias added to the fp32 product), as the library GEMM's epilogue.
+                value[n] = emit("add", [mm, ref(n.args[0], out)], dt, n)
+            else:
+                value[n] = mm
+        elif t in REDUCTION:
             value[n] = emit(REDUCTION[t], [ref(n.args[0], _shape(n.args[0]))], dt, n)
         elif t in BINARY:
             a, b = ref(n.args[0], out), ref(n.args[1], out)
@@ -89,6 +110,9 @@ def chain_of(g: Group):
         elif t is aten.threshold_backward.default:
             mask = emit("greater", [ref(n.args[1], out), ("c", float(n.args[2]))], "float32", n)
             value[n] = emit("multiply", [ref(n.args[0], out), mask], dt, n)
+        elif t is aten.gelu_backward.default:
+            value[n] = _gelu_backward(emit, ref(n.args[0], out), ref(n.args[1], out),
+                                      n.kwargs.get("approximate", "none"), dt, n)
         elif t is aten.tanh_backward.default:
             y = ref(n.args[1], out)
             sq = emit("multiply", [y, y], "float32", n)
@@ -125,7 +149,7 @@ def chain_of(g: Group):
             raise Unfusable(f"{n.name} is an input value")
         out_steps.append(v[1])
     chain = Chain(g.rows, g.cols, tuple(Operand(in_layout[a], FLOAT_DTYPES[_val(a).dtype]) for a in inputs),
-                  tuple(steps), tuple(out_steps))
+                  tuple(steps), tuple(out_steps), g.contract)
     layouts = chain.layouts()
     for n, s in zip(outputs, out_steps):
         if layouts[s] != g.layout(_shape(n)):
@@ -139,6 +163,29 @@ def chain_of(g: Group):
         if n.target not in VIEWS:
             eager_bytes += _nbytes(n) + sum(_nbytes(a) for a in n.all_input_nodes)
     return chain, inputs, outputs, eager_bytes
+
+
+def _gelu_backward(emit, dy, x, approximate: str, dt: str, n):
+    """dy * GELU'(x) as fused steps (fp32 intermediates, one rounding at the end, as ATen's
+    gelu_backward computes it)."""
+    f = "float32"
+    x2 = emit("multiply", [x, x], f, n)
+    if approximate == "tanh":
+        k0, k1 = math.sqrt(2.0 / math.pi), 0.044715
+        a = emit("add", [emit("multiply", [x2, ("c", k0 * k1)], f, n), ("c", k0)], f, n)
+        th = emit("tanh", [emit("multiply", [a, x], f, n)], f, n)
+        left = emit("multiply", [emit("add", [th, ("c", 1.0)], f, n), ("c", 0.5)], f, n)
+        one_minus = emit("subtract", [("c", 1.0), emit("multiply", [th, th], f, n)], f, n)
+        b = emit("add", [emit("multiply", [x2, ("c", 3.0 * k1)], f, n), ("c", 1.0)], f, n)
+        right = emit("multiply", [emit("multiply", [emit("multiply", [x, one_minus], f, n), b], f, n),
+                                  ("c", 0.5 * k0)], f, n)
+    else:
+        left = emit("multiply", [emit("add", [emit("erf", [emit("multiply", [x, ("c", 1.0 / math.sqrt(2.0))], f, n)],
+                                                   f, n), ("c", 1.0)], f, n), ("c", 0.5)], f, n)
+        pdf = emit("multiply", [emit("exp", [emit("multiply", [x2, ("c", -0.5)], f, n)], f, n),
+                                ("c", 1.0 / math.sqrt(2.0 * math.pi))], f, n)
+        right = emit("multiply", [x, pdf], f, n)
+    return emit("multiply", [dy, emit("add", [left, right], f, n)], dt, n)
 
 
 def reference_graph(g: Group, inputs: list, outputs: list) -> fx.GraphModule:
@@ -176,9 +223,7 @@ def build_kernel(name: str, chain, options, profile: str) -> dict:
 
 def _specs(chain):
     import neuron_kernels.language as nl
-    R, C = chain.rows, chain.cols
-    shapes = {"full": (R, C), "col": (R, 1), "row": (C,), "scalar": (1,)}
-    return [nl.TensorSpec(shapes[o.layout], o.dtype) for o in chain.inputs]
+    return [nl.TensorSpec(chain.input_shape(i), o.dtype) for i, o in enumerate(chain.inputs)]
 
 
 def program_factory(chain, name: str, profile: str):

@@ -34,6 +34,7 @@ class Lowering:
     groups: tuple = ()              # chains.Group
     kernels: tuple = ()             # (gid, FusedKernel)
     lowered: fx.GraphModule | None = None
+    host_nodes: tuple = ()          # (op, kind, reason) per node run as its eager op (counted on first run)
 
     def dump(self) -> str:
         parts = [f"# {self.name}", self.gm.print_readable(print_output=False)]
@@ -129,16 +130,22 @@ def generate(lw: Lowering, args=None) -> Lowering:
 
 def lower(lw: Lowering, args=None) -> Lowering:
     fused = {n.name for gid, k in lw.kernels for g in lw.groups if g.gid == gid for n in g.nodes}
-    for name, kind, reason, op in lw.kinds:
-        if name in fused or kind == "view":
-            continue
-        if kind == "fallback":
-            stats.fallback(op, reason or "")
+    host = tuple((op, kind, reason) for name, kind, reason, op in lw.kinds if name not in fused and kind != "view")
+    return dataclasses.replace(lw, lowered=lowering.lower(lw.gm, list(lw.groups), dict(lw.kernels)),
+                               host_nodes=host)
+
+
+def count_host_nodes(lw: Lowering, fell_back: dict) -> None:
+    """Counts the nodes run as eager ops, from the first run of the lowered graph: a node whose op
+    ran as a host fallback there (``fell_back``: op -> executions, from the device's op counters)
+    is a fallback node, the others ran native kernels (op-table kernels or the runtime's own)."""
+    for op, kind, reason in lw.host_nodes:
+        if op in fell_back:
+            stats.fallback(op, reason or f"{op} ran as a host fallback")
         else:
             stats.add("eager_nodes")
             if kind == "kernel":
                 stats.add("kernel_nodes")
-    return dataclasses.replace(lw, lowered=lowering.lower(lw.gm, list(lw.groups), dict(lw.kernels)))
 
 
 PASSES: tuple[tuple[str, Callable], ...] = (

@@ -16,9 +16,9 @@ def _empty() -> dict:
         "partitions": 0,             # AOT graphs lowered (forward, backward, inference), per shape signature
         "specializations": 0,        # (graph, input shape signature) pairs lowered
         "fused_kernels": [],         # per generated kernel: name, ops (the chain), latency_ns, hbm bytes
-        "eager_nodes": 0,            # ATen nodes run as eager ops with a native kernel
+        "eager_nodes": 0,            # ATen nodes run as eager ops with a native kernel (on their first run)
         "kernel_nodes": 0,           # of those: matmul / attention / norm nodes served by library kernels
-        "fallback_nodes": 0,         # ATen nodes the backend runs on the host (no kernel covers them)
+        "fallback_nodes": 0,         # ATen nodes whose op ran as a host fallback (on their first run)
         "fallback_reasons": {},      # op -> why
         "unfused_chains": [],        # chains the generator could not turn into a kernel, with the reason
         "stage_seconds": collections.defaultdict(float),

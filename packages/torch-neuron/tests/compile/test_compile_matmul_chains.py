@@ -1,0 +1,90 @@
+# Copyright 2026 The torch-neuron authors
+# SPDX-License-Identifier: Apache-2.0
+"""mm/addmm start fused chains (bias, GELU, residual add and layer norm as the matmul's epilogue),
+and layer norm forward and backward decompose into chains: values against eager and float64."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+import torch_neuron
+from compile_helpers import DEV
+from torch import nn
+
+pytestmark = pytest.mark.timeout(300)
+
+
+class MLPBlock(nn.Module):
+    def __init__(self, d=48, approximate="tanh"):
+        super().__init__()
+        self.fc = nn.Linear(d, 4 * d)
+        self.act = nn.GELU(approximate=approximate)
+        self.out = nn.Linear(4 * d, d)
+        self.ln = nn.LayerNorm(d)
+
+    def forward(self, x):
+        return self.ln(x + self.out(self.act(self.fc(x))))
+
+
+def _step(model, x, compile_=False):
+    y = (torch.compile(model, backend="neuron") if compile_ else model)(x)
+    # A fixed random projection as the loss (sum(y * y) of a normalized y has a ~zero input gradient).
+    r = torch.randn(y.shape, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    (y * r.to(y.device, y.dtype)).sum().backward()
+    return y, {n: p.grad for n, p in model.named_parameters()}
+
+
+def _ops():
+    return [k["ops"] for k in torch_neuron.compile_stats()["fused_kernels"]]
+
+
+def test_matmul_epilogues_and_layer_norm_fuse_and_match_eager():
+    torch.manual_seed(0)
+    base = MLPBlock()
+    x = torch.randn(2, 96, 48)
+    eager, comp = copy.deepcopy(base).to(DEV), copy.deepcopy(base).to(DEV)
+    torch_neuron.clear_compile_stats()
+    y_e, g_e = _step(eager, x.to(DEV))
+    y_c, g_c = _step(comp, x.to(DEV), True)
+    torch.testing.assert_close(y_c.cpu(), y_e.cpu(), rtol=1e-4, atol=1e-5)
+    for n in g_e:
+        torch.testing.assert_close(g_c[n].cpu(), g_e[n].cpu(), rtol=1e-4, atol=1e-5, msg=lambda m, n=n: f"{n}: {m}")
+    ops = _ops()
+    # fc: the product, its bias and GELU in one kernel; out: product, bias, residual and the
+    # whole layer norm (two row passes) in one kernel.
+    assert "matmul > add > gelu_apprx_tanh" in ops, ops
+    assert any(o.startswith("matmul > add > add > mean > subtract > multiply > mean > add > rsqrt") for o in ops), ops
+    # The backward's input-gradient matmuls carry the norm's and GELU's backward as epilogues.
+    bw = [k["ops"] for k in torch_neuron.compile_stats()["fused_kernels"] if "backward" in k["graph"]]
+    assert any(o.startswith("matmul > ") for o in bw), bw
+    assert not torch_neuron.compile_stats()["unfused_chains"]
+
+
+@pytest.mark.parametrize("dtype,approximate", [(torch.float32, "tanh"), (torch.bfloat16, "tanh"),
+                                               (torch.float32, "none")])
+def test_device_numerics_compute_matmul_chains(dtype, approximate):
+    """With device numerics on, the generated programs (matmul on TensorE, epilogue, norm, GELU's
+    backward in both forms) compute forward and gradients; compared with float64 on the CPU."""
+    torch.manual_seed(1)
+    base = MLPBlock(32, approximate)
+    x = torch.randn(160, 32)
+    ref = copy.deepcopy(base).double()
+    y_r, g_r = _step(ref, x.double())
+    comp = copy.deepcopy(base).to(DEV, dtype)
+    torch_neuron.clear_compile_stats()
+    torch_neuron.set_device_numerics(True)
+    try:
+        y_c, g_c = _step(comp, x.to(DEV, dtype), True)
+    finally:
+        torch_neuron.set_device_numerics(False)
+    s = torch_neuron.compile_stats()
+    assert any(o.startswith("matmul > ") for o in _ops())
+    assert any("gelu_backward" in " ".join(k["aten"]) for k in s["fused_kernels"])
+    assert s["numerics_launches"] == s["fused_launches"] > 0
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=5e-2, atol=1e-1)
+    torch.testing.assert_close(y_c.cpu().double(), y_r, **tol)
+    for n in g_r:
+        scale = g_r[n].abs().max().item()
+        torch.testing.assert_close(g_c[n].cpu().double() / scale, g_r[n] / scale, **tol,
+                                   msg=lambda m, n=n: f"{n}: {m}")
