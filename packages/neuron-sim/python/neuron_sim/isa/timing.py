@@ -254,22 +254,34 @@ class Schedule:
 
 
 class _Regions:
-    """Access records of one physical buffer, bucketed by byte offset so a lookup only visits
-    records near the accessed region. A record is [p0, p1, b0, b1, end, visible, alive]."""
+    """Access records of one physical buffer as boxes of rows x bytes-in-row, bucketed on both
+    axes so a lookup only visits records near the accessed box. SBUF/PSUM rows are partitions;
+    an HBM buffer is cut into rows of ``row_bytes`` (see ``_hbm_row_bytes``), so a tile of a
+    row-major tensor is an exact box rather than the byte range from its first to last element.
+    A record is [p0, p1, b0, b1, end, visible, alive]."""
 
-    __slots__ = ("shift", "writes", "reads")
+    __slots__ = ("pshift", "shift", "writes", "reads")
 
-    def __init__(self, row_bytes: int):
-        # ~64 buckets per partition row (at least 256 B each): few records per bucket.
+    def __init__(self, row_bytes: int, rows: int = 128):
+        # ~64 buckets per row (at least 256 B each), at most ~16 row buckets of >= 128 rows.
         self.shift = max(8, (max(row_bytes, 1) // 64).bit_length())
+        self.pshift = max(7, (max(rows, 1) // 16).bit_length())
         self.writes: dict[int, list] = {}
         self.reads: dict[int, list] = {}
 
+    def _keys(self, p0, p1, b0, b1):
+        sh, ps = self.shift, self.pshift
+        cols = range(b0 >> sh, ((b1 - 1) >> sh) + 1)
+        r0, r1 = p0 >> ps, (p1 - 1) >> ps
+        if r0 == r1:
+            base = r0 << 32
+            return [base | k for k in cols]
+        return [(r << 32) | k for r in range(r0, r1 + 1) for k in cols]
+
     def ready(self, rect, is_write: bool) -> float:
         _, p0, p1, b0, b1 = rect
-        sh = self.shift
         t = 0.0
-        for k in range(b0 >> sh, ((b1 - 1) >> sh) + 1):
+        for k in self._keys(p0, p1, b0, b1):
             for r in self.writes.get(k, ()):
                 if r[6] and r[0] < p1 and p0 < r[1] and r[2] < b1 and b0 < r[3]:
                     v = r[4] if is_write else r[5]
@@ -283,9 +295,8 @@ class _Regions:
 
     def record(self, rect, is_write: bool, end: float, vis: float) -> None:
         _, p0, p1, b0, b1 = rect
-        sh = self.shift
         rec = [p0, p1, b0, b1, end, vis, True]
-        keys = range(b0 >> sh, ((b1 - 1) >> sh) + 1)
+        keys = self._keys(p0, p1, b0, b1)
         if is_write:
             # Records inside a newer write are superseded: whoever depends on them also depends on it.
             for table in (self.writes, self.reads):
@@ -310,6 +321,51 @@ class _Regions:
             dst.setdefault(k, []).append(rec)
 
 
+def _hbm_row_bytes(program: Program) -> dict[int, int]:
+    """Per HBM physical buffer, the row length (bytes) most of its accesses view it with: the
+    inner extent of a view of rank >= 2. A buffer only ever seen flat is one row."""
+    votes: dict[int, dict[int, int]] = {}
+    for ins in program.instrs:
+        for a in (*ins.reads, *ins.writes):
+            b = a.buf
+            if b.kind != HBM or len(a.view_shape) < 2 or a.view_shape[0] < 2:
+                continue
+            n = b.itemsize
+            for s in a.view_shape[1:]:
+                n *= s
+            v = votes.setdefault(b.phys, {})
+            v[n] = v.get(n, 0) + 1
+    return {phys: max(v, key=v.get) for phys, v in votes.items()}
+
+
+def _hbm_rect(a, row: int):
+    """(phys, row0, row1, byte0, byte1) of an HBM access in rows of ``row`` bytes: the dimensions
+    whose byte step is a multiple of the row walk rows, the others bytes within a row. A view that
+    crosses row ends within one dimension falls back to the rows it spans, whole."""
+    b = a.buf
+    isz = b.itemsize
+    base = rows = cols = 0
+    acc = 1
+    for (s, c, st, _), n in zip(reversed(a.dims), reversed(a.view_shape)):
+        base += s * acc
+        if c > 1:
+            step = st * acc * isz
+            if step % row == 0:
+                rows += (c - 1) * (step // row)
+            else:
+                cols += (c - 1) * step
+        acc *= n
+    base *= isz
+    r0, c0 = divmod(base, row)
+    if c0 + cols + isz <= row:
+        return (b.phys, r0, r0 + rows + 1, c0, c0 + cols + isz)
+    hi = base + rows * row + cols + isz
+    r1 = (hi - 1) // row
+    if r1 == r0:
+        return (b.phys, r0, r0 + 1, c0, hi - r0 * row)
+    return (b.phys, r0, r1 + 1, 0, row)
+
+
 def schedule(program: Program, profile=None) -> Schedule:
     """Schedule ``program`` on one NeuronCore of ``profile`` (default: the profile it was traced for)."""
     c = _costs.get_costs(profile or program.profile)
@@ -318,10 +374,18 @@ def schedule(program: Program, profile=None) -> Schedule:
     for ins in instrs:
         for a in ins.writes:
             written.add(a.buf.phys)
+    hbm_row = _hbm_row_bytes(program)
     regions: dict[int, _Regions] = {}
     for b in program.buffers:
         if b.phys not in regions:
-            regions[b.phys] = _Regions(b.row_bytes if b.kind != HBM else b.nbytes)
+            if b.kind == HBM:
+                row = hbm_row.setdefault(b.phys, max(b.nbytes, 1))
+                regions[b.phys] = _Regions(row, -(-b.nbytes // row))
+            else:
+                regions[b.phys] = _Regions(b.row_bytes)
+
+    def rect_of(a):
+        return _hbm_rect(a, hbm_row[a.buf.phys]) if a.buf.kind == HBM else a.rect()
     engine_free = {"tensor": 0.0, "vector": 0.0, "scalar": 0.0, "gpsimd": 0.0}
     busy = {"tensor": 0.0, "vector": 0.0, "scalar": 0.0, "gpsimd": 0.0}
     dma = [_EngineIntervals() for _ in range(c.dma_engines)]
@@ -331,14 +395,13 @@ def schedule(program: Program, profile=None) -> Schedule:
     for ins in instrs:
         ic = instr_cost(ins, c)
         ready = 0.0
-        for a in ins.reads:
-            rect = a.rect()
-            if rect[0] in written:
-                t = regions[rect[0]].ready(rect, False)
-                if t > ready:
-                    ready = t
-        for a in ins.writes:
-            rect = a.rect()
+        rrects = [rect_of(a) for a in ins.reads if a.buf.phys in written]
+        wrects = [rect_of(a) for a in ins.writes]
+        for rect in rrects:
+            t = regions[rect[0]].ready(rect, False)
+            if t > ready:
+                ready = t
+        for rect in wrects:
             t = regions[rect[0]].ready(rect, True)
             if t > ready:
                 ready = t
@@ -364,12 +427,9 @@ def schedule(program: Program, profile=None) -> Schedule:
             engine_free[ic.engine] = f
             busy[ic.engine] += ic.occupancy_ns
             vis = f + ic.latency_ns
-        for a in ins.reads:
-            rect = a.rect()
-            if rect[0] in written:
-                regions[rect[0]].record(rect, False, f, f)
-        for a in ins.writes:
-            rect = a.rect()
+        for rect in rrects:
+            regions[rect[0]].record(rect, False, f, f)
+        for rect in wrects:
             regions[rect[0]].record(rect, True, f, vis)
         start.append(s)
         end.append(f)
