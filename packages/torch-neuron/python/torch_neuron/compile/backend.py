@@ -23,7 +23,7 @@ import time
 import torch
 import torch.fx as fx
 
-from . import pipeline, stats
+from . import freeze, pipeline, stats
 from .options import CompileOptions, from_compile_kwargs
 
 aten = torch.ops.aten
@@ -173,13 +173,24 @@ class CompiledGraph:
         return out
 
 
-def _compiler(options: CompileOptions, graph_id: int, kind: str):
+def _compiler(options: CompileOptions, graph_id: int, kind: str, param_positions=()):
     def compile_graph(gm: fx.GraphModule, example_inputs):
-        cg = CompiledGraph(gm, options, f"g{graph_id}_{kind}")
+        n_inputs = sum(1 for n in gm.graph.nodes if n.op == "placeholder")
+        # The inference graph takes Dynamo's inputs in order (parameters among them) unless
+        # AOTAutograd rewrote them (deduplicated or synthetic-base inputs): then nothing is folded.
+        folded = (freeze.split(gm, param_positions)
+                  if kind == "inference" and options.freeze_parameters and param_positions
+                  and n_inputs == len(example_inputs) else None)
+        cg = CompiledGraph(folded.gm if folded else gm, options, f"g{graph_id}_{kind}")
+        consts = freeze.Constants(folded) if folded else None
+
         def run(args):
+            if consts is not None:
+                consts.extend(args)
             return cg(args)
         run._boxed_call = True
         run.compiled_graph = cg
+        run.constants = consts
         return run
     return compile_graph
 
@@ -196,13 +207,14 @@ def compile_fx_graph(gm: fx.GraphModule, example_inputs, options: CompileOptions
 
     gid = next(_graph_ids)
     stats.add("graphs")
+    params = tuple(i for i, x in enumerate(example_inputs) if isinstance(x, torch.nn.Parameter))
     t0 = time.perf_counter()
     try:
         return aot_module_simplified(
             gm, example_inputs,
             fw_compiler=_compiler(options, gid, "forward"),
             bw_compiler=_compiler(options, gid, "backward"),
-            inference_compiler=_compiler(options, gid, "inference"),
+            inference_compiler=_compiler(options, gid, "inference", params),
             decompositions=decompositions(),
             partition_fn=partition_fn(options),
             keep_inference_input_mutations=True,

@@ -27,6 +27,7 @@ class CompileOptions:
     min_chain: int = 2             # fewest fused ops worth a generated kernel (one op runs as its eager kernel)
     cache: bool = True             # generated kernels cached on disk (TORCH_NEURON_COMPILE_CACHE_DIR)
     dump_dir: str = ""             # non-empty: write each pass's output there (graphs, chains, kernel source)
+    freeze_parameters: bool = True  # inference graphs: parameter-only work runs once per parameter version (freeze)
     mode: str = "default"
 
     def __post_init__(self):
