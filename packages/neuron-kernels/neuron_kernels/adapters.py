@@ -265,24 +265,51 @@ def cross_entropy(logits, target, reduction="mean"):
                   lambda o: o[0].reshape(()) if reduction != "none" else o[1].reshape(n))
 
 
-def sdpa(q, k, v, is_causal=False, scale=None):
+def _sdpa_mask(mask, lead, Sq, Sk):
+    """An additive mask broadcastable to (*lead, Sq, Sk) as the kernel's (G, Sq or 1, Sk) operand and
+    (mask_div, mask_mod): batch-head b reads group (b // mask_div) % mask_mod. Lead dims the mask
+    broadcasts over stay unexpanded when the ones it has form one run; otherwise it is expanded."""
+    ms = _shape(mask)
+    ms = (1,) * (len(lead) + 2 - len(ms)) + ms
+    mlead, mq = list(ms[:-2]), ms[-2]
+    varying = [i for i, n in enumerate(mlead) if n != 1]
+    if varying and any(mlead[i] != lead[i] for i in range(varying[0], varying[-1] + 1)):
+        mlead, varying = list(lead), [i for i, n in enumerate(lead) if n != 1]
+    if varying:
+        i0, i1 = varying[0], varying[-1] + 1
+        mod, div = int(np.prod(lead[i0:i1])), int(np.prod(lead[i1:]))
+    else:
+        mod = div = 1
+    full = _bcast(_re(mask, ms), (*mlead, mq, Sk))
+    return _re(full, (mod, mq, Sk)), {"mask_div": div, "mask_mod": mod}
+
+
+def sdpa(q, k, v, mask=None, is_causal=False, scale=None):
     shape = _shape(q)
     lead = shape[:-2]
     BH = int(np.prod(lead))
     args = (_re(q, (BH,) + shape[-2:]), _re(k, (BH,) + _shape(k)[-2:]), _re(v, (BH,) + _shape(v)[-2:]))
-    return KernelCall(K.sdpa_fwd, args, {"causal": bool(is_causal), "scale": scale},
-                  lambda o: (o[0].reshape(shape), o[1].reshape(*lead, shape[-2])))
+    kw = {"causal": bool(is_causal), "scale": scale}
+    if mask is not None:
+        m, mkw = _sdpa_mask(mask, lead, shape[-2], _shape(k)[-2])
+        args, kw = args + (m,), {**kw, **mkw}
+    return KernelCall(K.sdpa_fwd, args, kw,
+                      lambda o: (o[0].reshape(shape), o[1].reshape(*lead, shape[-2])))
 
 
-def sdpa_backward(grad_out, q, k, v, out, lse, is_causal=False, scale=None):
+def sdpa_backward(grad_out, q, k, v, out, lse, mask=None, is_causal=False, scale=None):
     shape, kshape = _shape(q), _shape(k)
     lead = shape[:-2]
     BH = int(np.prod(lead))
     r3 = lambda t, s: _re(t, (BH,) + s[-2:])  # noqa: E731
     args = (r3(q, shape), r3(k, kshape), r3(v, kshape), r3(out, shape), r3(grad_out, shape),
             _re(lse, (BH, shape[-2], 1)))
-    return KernelCall(K.sdpa_bwd, args, {"causal": bool(is_causal), "scale": scale},
-                  lambda o: (o[0].reshape(shape), o[1].reshape(kshape), o[2].reshape(kshape)))
+    kw = {"causal": bool(is_causal), "scale": scale}
+    if mask is not None:
+        m, mkw = _sdpa_mask(mask, lead, shape[-2], kshape[-2])
+        args, kw = args + (m,), {**kw, **mkw}
+    return KernelCall(K.sdpa_bwd, args, kw,
+                      lambda o: (o[0].reshape(shape), o[1].reshape(kshape), o[2].reshape(kshape)))
 
 
 def adamw(param, grad, exp_avg, exp_avg_sq, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=1e-2, step=1):

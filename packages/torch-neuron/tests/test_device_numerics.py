@@ -463,3 +463,52 @@ def test_environment_variable_turns_the_mode_on_at_import():
                          check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "True {('aten::tanh', 'float32'): 1}"
+
+
+# Additive masks of the shapes models pass (padding rows (B, 1, 1, Sk), per-query (B, 1, Sq, Sk),
+# per-head, 2-D), with -inf entries and a fully masked query row (torch's safe softmax gives 0).
+MASKS = {"padding": (2, 1, 1, 600), "per_query": (2, 1, 130, 600), "per_head": (1, 3, 130, 600),
+         "two_d": (130, 600)}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("mask", sorted(MASKS))
+def test_masked_attention_forward_and_backward_come_from_the_tile_kernel(mask, dtype, numerics):
+    shape = MASKS[mask]
+    q, k, v = _rand((2, 3, 130, 32), dtype, 1), _rand((2, 3, 600, 32), dtype, 2), _rand((2, 3, 600, 32), dtype, 3)
+    m = _rand(shape, dtype, 4)
+    m.masked_fill_(_rand(shape, torch.float32, 5) > 0.5, float("-inf"))
+    if len(shape) == 4 and shape[2] > 1:
+        m[..., 7, :] = float("-inf")
+    g = _rand((2, 3, 130, 32), dtype, 6)
+
+    def run(*ts):
+        q, k, v = (t.detach().requires_grad_() for t in ts[:3])
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=ts[3])
+        out.backward(ts[4])
+        return out, q.grad, k.grad, v.grad
+
+    expect = run(*(t.float() for t in (q, k, v, m, g)))
+    torch_neuron.clear_device_numerics_stats()
+    before = torch_neuron.get_fallback_ops()
+    got = run(*(t.to(DEV) for t in (q, k, v, m, g)))
+    assert torch_neuron.get_fallback_ops() == before
+    for a, b in zip(got, expect):
+        torch.testing.assert_close(a.cpu().float(), b, **TOL[dtype])
+    stats = torch_neuron.device_numerics_stats()
+    dt = str(dtype)[6:]
+    assert stats.get(("aten::_scaled_dot_product_flash_attention", dt), 0) == 1, stats
+    assert stats.get(("aten::_scaled_dot_product_flash_attention_backward", dt), 0) == 1, stats
+
+
+@pytest.mark.parametrize("operands", ["tensor_number", "number_tensor", "numbers"])
+def test_where_with_number_operands(operands, numerics):
+    """A bool mask turned additive (where(mask, 0, -inf)) and the other mixed forms stay native."""
+    cond = _rand((2, 1, 20, 20), torch.float32, 1) > 0
+    x = _rand((2, 1, 20, 20), torch.float32, 2)
+    zero, ninf = torch.tensor(0.0), torch.tensor(float("-inf"))
+    a, b = {"tensor_number": (x, ninf), "number_tensor": (zero, x), "numbers": (zero, ninf)}[operands]
+    before = torch_neuron.get_fallback_ops()
+    got = torch.where(cond.to(DEV), a.to(DEV), b.to(DEV))
+    assert torch_neuron.get_fallback_ops() == before
+    torch.testing.assert_close(got.cpu(), torch.where(cond, a, b))

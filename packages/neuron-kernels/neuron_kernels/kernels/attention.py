@@ -14,11 +14,22 @@ from ._tiling import P, row_blocks
 
 KB = 512          # keys per score tile (one PSUM bank of fp32)
 NEG = -30000.0    # additive mask: exp underflows to 0 in fp32
+FMAX = 3.4028234663852886e38  # float32 max: clamps a fully masked row's -inf max (see sdpa_fwd)
+
+
+def _mask_tile(mask, b, q0, qs, k0, ks, mask_div, mask_mod):
+    """The additive mask block [qs, ks] of batch-head ``b`` (fp32): mask (G, Sq or 1, Sk) is shared by
+    ``mask_div`` consecutive batch-heads and repeats every ``mask_mod`` groups (broadcast dims)."""
+    g = (b // mask_div) % mask_mod
+    if mask.shape[1] == 1:
+        return nl.load(mask[g, 0, k0:k0 + ks].broadcast_partitions(qs), dtype="float32")
+    return nl.load(mask[g, q0:q0 + qs, k0:k0 + ks], dtype="float32")
 
 
 @nl.jit
-def sdpa_fwd(q, k, v, scale=None, causal=False):
-    """out[b] = softmax(scale * q[b] @ k[b]^T (+ causal mask)) @ v[b]; q (B, Sq, d), k/v (B, Sk, d), d <= 128.
+def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=1):
+    """out[b] = softmax(scale * q[b] @ k[b]^T (+ mask) (+ causal mask)) @ v[b]; q (B, Sq, d), k/v (B, Sk, d),
+    d <= 128; ``mask`` an additive fp32/bf16 (G, Sq or 1, Sk) (see ``_mask_tile``).
 
     Returns (out, lse) with lse (B, Sq, 1) the row log-sum-exp of the scaled scores.
     """
@@ -38,17 +49,24 @@ def sdpa_fwd(q, k, v, scale=None, causal=False):
             for k0, ks in row_blocks(kend, KB):
                 kT = nl.load_transpose2d(k[b, k0:k0 + ks, :], dtype=cdt)          # [d, ks]
                 s = nl.matmul(qT, kT, transpose_x=True)                            # [qs, ks] fp32 PSUM
+                sc = scale
                 if causal and k0 + ks > q0:
                     # keep key j for query i when k0 + j <= q0 + i
                     rel = nl.iota((qs, ks), "float32", base=q0 - k0, partition_step=1, free_step=-1)
                     s = nl.add(s, nl.multiply(nl.less(rel, 0.0), NEG))
                     s = nl.multiply(s, scale)
                     sc = 1.0
-                else:
-                    sc = scale
+                if mask is not None:
+                    s = nl.add(s if sc == 1.0 else nl.multiply(s, sc),
+                               _mask_tile(mask, b, q0, qs, k0, ks, mask_div, mask_mod))
+                    sc = 1.0
                 bm = nl.max(s, axis=1)
                 bm = nl.multiply(bm, sc) if sc != 1.0 else bm
                 m_new = bm if m is None else nl.maximum(m, bm)
+                if mask is not None:
+                    # A row whose keys are all -inf so far: exp(-inf - max) would be NaN; with the max
+                    # clamped its probabilities are 0, and its output 0 (torch's safe softmax).
+                    m_new = nl.maximum(m_new, -FMAX)
                 rowsum = nl.ndarray((qs, 1), "float32")
                 p = nl.activation("exp", s, bias=nl.multiply(m_new, -1.0), scale=sc, dtype=cdt,
                                   reduce_op="add", reduce_res=rowsum)
@@ -64,14 +82,16 @@ def sdpa_fwd(q, k, v, scale=None, causal=False):
                     l = nl.add(nl.multiply(l, corr), rowsum)
                     acc = nl.add(nl.multiply(acc, corr), pv)
                 m = m_new
-            nl.store(out[b, q0:q0 + qs, :], nl.multiply(acc, nl.reciprocal(l), dtype=out.dtype))
+            inv = nl.reciprocal(nl.maximum(l, 1e-30) if mask is not None else l)
+            nl.store(out[b, q0:q0 + qs, :], nl.multiply(acc, inv, dtype=out.dtype))
             nl.store(lse_o[b, q0:q0 + qs, :], nl.add(m, nl.log(l)))
     return out, lse_o
 
 
 @nl.jit
-def sdpa_bwd(q, k, v, out, dout, lse, scale=None, causal=False):
-    """Gradients (dq, dk, dv) of sdpa_fwd, recomputing P = exp(scale * q k^T - lse) per block.
+def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_div=1, mask_mod=1):
+    """Gradients (dq, dk, dv) of sdpa_fwd, recomputing P = exp(scale * q k^T (+ mask) - lse) per block
+    (no gradient for the mask).
 
     Per (batch, 128-key block), loop over 128-query blocks: dV += P^T dO and dK += dS^T Q accumulate
     in PSUM; dQ += dS K accumulates in SBUF across key blocks. dS = P * (dO V^T - rowsum(dO * O)) * scale.
@@ -93,7 +113,9 @@ def sdpa_bwd(q, k, v, out, dout, lse, scale=None, causal=False):
         dsum = nl.ndarray((P, nqb), "float32", bufs=1)
         dq_acc = nl.zeros((P, nqb, d), "float32", bufs=1)
         for i, (q0, qs) in enumerate(qblocks):
-            neg_lse[:qs, i:i + 1] = nl.multiply(nl.load(lse[b, q0:q0 + qs, :]), -1.0)
+            neg = nl.multiply(nl.load(lse[b, q0:q0 + qs, :]), -1.0)
+            # A fully masked row has lse -inf: a finite bias keeps its probabilities 0, not NaN.
+            neg_lse[:qs, i:i + 1] = nl.minimum(neg, FMAX) if mask is not None else neg
             prod = nl.multiply(nl.load(dout[b, q0:q0 + qs, :], dtype="float32"),
                                nl.load(out[b, q0:q0 + qs, :], dtype="float32"))
             dsum[:qs, i:i + 1] = nl.sum(prod, axis=1)
@@ -116,7 +138,10 @@ def sdpa_bwd(q, k, v, out, dout, lse, scale=None, causal=False):
                 if causal and k0 + ks > q0:
                     rel = nl.iota((qs, ks), "float32", base=q0 - k0, partition_step=1, free_step=-1)
                     s = nl.add(s, nl.multiply(nl.less(rel, 0.0), NEG / scale))
-                p = nl.activation("exp", s, bias=neg_lse[:qs, i:i + 1], scale=scale)   # fp32 probabilities
+                if mask is not None:
+                    s = nl.add(nl.multiply(s, scale), _mask_tile(mask, b, q0, qs, k0, ks, mask_div, mask_mod))
+                p = nl.activation("exp", s, bias=neg_lse[:qs, i:i + 1],
+                                  scale=1.0 if mask is not None else scale)         # fp32 probabilities
                 p_c = nl.copy(p, dtype=cdt)
                 nl.isa.nc_matmul(dv_ps, p_c, dot, accumulate=not first)               # dV += P^T dO
                 dp = nl.matmul(doT, vT, transpose_x=True)                            # [qs, ks] = dO V^T

@@ -207,8 +207,17 @@ logical_or = _binary("logical_or")
 def where(pred: Tile, x, y, dtype=None) -> Tile:
     """x where pred != 0, else y, on VectorE (a predicated select); a number operand is a filled tile."""
     ref = next(v for v in (pred, x, y) if isinstance(v, Tile))
-    x = x if isinstance(x, Tile) else full(ref.shape, x, "float32")
-    y = y if isinstance(y, Tile) else full(ref.shape, y, "float32")
+    numbers = [v for v in (x, y) if not isinstance(v, Tile)]
+    if numbers:
+        # The fills share one allocation: tiles are attributed to the caller's source line, so
+        # two fills and the result there would need three of its rotating buffers.
+        P, *free = ref.shape
+        filled = _fresh((P, len(numbers), *free), "float32")
+        for i, v in enumerate(numbers):
+            builder().memset(filled[:, i].acc, float(v), engine="gpsimd")
+        fills = iter(filled[:, i] for i in range(len(numbers)))
+        x = x if isinstance(x, Tile) else next(fills)
+        y = y if isinstance(y, Tile) else next(fills)
     t = _fresh(ref.shape, _result_dtype(x, y, dtype=dtype))
     t.producer = builder().select(t.acc, pred.acc, x.acc, y.acc)
     return t

@@ -342,29 +342,32 @@ def _bind_cross_entropy(c):
     return [c.launch((x, Checked(t, check)), {"reduction": reduction})]
 
 
-def _no_attn_bias(c):
+def _attn_mask(c):
+    """The additive attention mask operand, or () when there is none."""
     bias = c.a.get("attn_bias")
-    if bias is not None and (not isinstance(bias, torch.Tensor) or bias.numel() > 0):
-        raise NotCovered("attn_mask is set; the kernel covers causal or unmasked attention")
+    if bias is None or isinstance(bias, torch.Tensor) and bias.numel() == 0:
+        return ()
+    if not isinstance(bias, torch.Tensor) or bias.dtype not in (torch.float32, torch.bfloat16):
+        raise NotCovered(f"attn_mask of dtype {getattr(bias, 'dtype', type(bias).__name__)}; the kernel adds "
+                         "float32/bfloat16 masks")
+    return (c.operand(bias, "attn_bias", dtype=(torch.float32, torch.bfloat16)),)
 
 
 def _bind_sdpa(c):
     c.require("dropout_p", 0.0)
-    _no_attn_bias(c)
     if "return_debug_mask" in c.a:
         c.require("return_debug_mask", False)
     q, k, v = c.tensor("query"), c.tensor("key"), c.tensor("value")
     attrs = {"is_causal": bool(c["is_causal"]), "scale": c["scale"]}
-    return [c.launch((q, k, v), attrs, targets=(0, 1))]
+    return [c.launch((q, k, v, *_attn_mask(c)), attrs, targets=(0, 1))]
 
 
 def _bind_sdpa_backward(c):
     c.require("dropout_p", 0.0)
-    _no_attn_bias(c)
     ts = [c.tensor(n) for n in ("grad_out", "query", "key", "value", "out")]
     lse = c.tensor("logsumexp", dtype=torch.float32)
     attrs = {"is_causal": bool(c["is_causal"]), "scale": c["scale"]}
-    return [c.launch((*ts, lse), attrs, targets=(0, 1, 2))]
+    return [c.launch((*ts, lse, *_attn_mask(c)), attrs, targets=(0, 1, 2))]
 
 
 def _bind_adamw(c):
