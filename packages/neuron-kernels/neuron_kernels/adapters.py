@@ -377,9 +377,15 @@ def cat(*parts, dim=0):
     return KernelCall(K.cat, views, {}, lambda o: o.reshape(out_shape))
 
 
-def fill(shape=(), value=0.0, out_dtype="float32"):
-    v = _flat2d(tuple(shape))
-    return KernelCall(K.fill, (), {"shape": v, "value": float(value), "out_dtype": out_dtype},
+def fill(shape=(), value=0.0, out_dtype="float32", high=None):
+    if high is None:
+        v = _flat2d(tuple(shape))
+        kw = {}
+    else:
+        # Word pairs stay adjacent: a (rows, 2 * pairs per row) view.
+        r, c = _flat2d((int(np.prod(shape)) // 2,))
+        v, kw = (r, 2 * c), {"high": float(high)}
+    return KernelCall(K.fill, (), {"shape": v, "value": float(value), "out_dtype": out_dtype, **kw},
                       lambda o: o.reshape(tuple(shape)))
 
 

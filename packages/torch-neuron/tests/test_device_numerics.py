@@ -512,3 +512,18 @@ def test_where_with_number_operands(operands, numerics):
     got = torch.where(cond.to(DEV), a.to(DEV), b.to(DEV))
     assert torch_neuron.get_fallback_ops() == before
     torch.testing.assert_close(got.cpu(), torch.where(cond, a, b))
+
+
+@pytest.mark.parametrize("value", [1, -100, 2**33 + 5, -(2**40)])
+def test_int64_fills_write_both_words_on_the_device(value, numerics):
+    """Label paddings (-100), position offsets, large ids: the fill kernel writes (low, high) int32
+    word pairs; words beyond 2**24 (not exact through the fp32 memset) stay on the host."""
+    before = torch_neuron.get_fallback_ops()
+    for shape in [(5, 7), (129, 3), (256,)]:
+        got = torch.full(shape, value, dtype=torch.int64, device=DEV)
+        torch.testing.assert_close(got.cpu(), torch.full(shape, value, dtype=torch.int64), rtol=0, atol=0)
+        got.fill_(value + 1)
+        torch.testing.assert_close(got.cpu(), torch.full(shape, value + 1, dtype=torch.int64), rtol=0, atol=0)
+    assert torch_neuron.get_fallback_ops() == before
+    torch.full((4,), 2**31 - 1, dtype=torch.int64, device=DEV)
+    assert torch_neuron.get_fallback_ops().get("aten::fill_.Scalar", 0) == before.get("aten::fill_.Scalar", 0) + 1

@@ -28,16 +28,29 @@ def cat(*parts, out_dtype=None):
 
 
 @nl.jit
-def fill(shape=(1, 1), value=0.0, out_dtype="float32"):
-    """A (R, C) tensor of ``value``: one memset tile stored over every block."""
+def fill(shape=(1, 1), value=0.0, out_dtype="float32", high=None):
+    """A (R, C) tensor of ``value``: one memset tile stored over every block.
+
+    ``high``: a 64-bit fill carried as int32 (low, high) word pairs, C even: the even columns are
+    ``value``, the odd ones ``high``."""
     R, C = shape
     out = nl.ndarray((R, C), out_dtype, buffer=nl.shared_hbm)
     rows = min(R, 128)
-    cols = min(C, FCHUNK)
-    t = nl.full((rows, cols), value, out_dtype)
+    if high is None:
+        cols = min(C, FCHUNK)
+        t = nl.full((rows, cols), value, out_dtype)
+        for r0, rs in row_blocks(R):
+            for c0, cs in row_blocks(C, FCHUNK):
+                nl.store(out[r0:r0 + rs, c0:c0 + cs], t[:rs, :cs])
+        return out
+    W = C // 2
+    t = nl.ndarray((rows, min(W, FCHUNK), 2), out_dtype)
+    nl.isa.memset(t[:, :, 0:1], value)
+    nl.isa.memset(t[:, :, 1:2], high)
+    pairs = out.reshape(R, W, 2)
     for r0, rs in row_blocks(R):
-        for c0, cs in row_blocks(C, FCHUNK):
-            nl.store(out[r0:r0 + rs, c0:c0 + cs], t[:rs, :cs])
+        for c0, cs in row_blocks(W, FCHUNK):
+            nl.store(pairs[r0:r0 + rs, c0:c0 + cs, :], t[:rs, :cs, :])
     return out
 
 

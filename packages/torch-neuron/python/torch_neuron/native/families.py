@@ -303,17 +303,26 @@ def _bind_cat(c: Call):
     return [c.launch([words_if_wide(t) for t in ts], {"dim": d})]
 
 
-def _fill_words(value, dtype):
-    """The int32 word a 64-bit fill is made of, when both words of ``value``'s pattern are equal."""
+# int32 words a memset writes exactly (its value passes through fp32).
+_EXACT_WORD = 2 ** 24
+
+
+def _fill_words(value, dtype) -> dict:
+    """The int32 (low, high) words of a 64-bit fill, as the fill kernel's value/high attributes."""
     if dtype == torch.float64:
         if isinstance(value, Deferred) or float(value) != 0.0:
             raise NotCovered("a float64 fill other than 0.0 (float64 is carried as words only)")
-        return 0.0
-    if isinstance(value, bool) or not isinstance(value, int) or value not in (0, -1):
-        if isinstance(value, float) and value in (0.0, -1.0):
-            return value
-        raise NotCovered(f"an int64 fill of {value!r}: only 0 and -1 have equal 32-bit words")
-    return float(value)
+        return {"value": 0.0}
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise NotCovered(f"an int64 fill of {value!r} known only at run time or not an integer")
+    low = (value & 0xFFFFFFFF) - ((value & 0x80000000) << 1)
+    high = value >> 32
+    if abs(low) > _EXACT_WORD or abs(high) > _EXACT_WORD:
+        raise NotCovered(f"an int64 fill of {value}: its 32-bit words ({low}, {high}) exceed 2**24, "
+                         "which the engines' fp32 memset writes exactly")
+    return {"value": float(low)} if high == low else {"value": float(low), "high": float(high)}
 
 
 def _bind_fill(c: Call):
@@ -327,7 +336,7 @@ def _bind_fill(c: Call):
         raise NotCovered("complex fill")
     target = c.ret(0)
     if t.element_size() == 8:
-        return [Launch((), {"shape": AsWords.shape_of(t), "value": _fill_words(v, t.dtype), "out_dtype": "int32"},
+        return [Launch((), {"shape": AsWords.shape_of(t), **_fill_words(v, t.dtype), "out_dtype": "int32"},
                        (target,))]
     return [Launch((), {"shape": tuple(t.shape), "value": v if isinstance(v, Deferred) else float(v),
                         "out_dtype": isa_result(t.dtype)}, (target,))]
