@@ -31,6 +31,22 @@ def _compute_dtype(a_dtype, b_dtype):
     return "float32" if "float32" in (a_dtype, b_dtype) else a_dtype
 
 
+def broadcast_rows(vec, rows):
+    """A 1-D HBM vector (C,) in ``rows`` partitions (fp32): one row loaded, then copied to every
+    partition on TensorE (a ones [1, rows] stationary against it, into PSUM, 512 columns at a
+    time). A stride-0 DMA would move the row ``rows`` times through the DMA engines."""
+    C = vec.shape[0]
+    row = nl.load(vec.broadcast_partitions(1), dtype="float32")                  # [1, C]
+    ones = nl.full((1, rows), 1.0, "float32")
+    out = nl.ndarray((rows, C), "float32", bufs=1)
+    for c0 in range(0, C, NT):
+        cs = min(NT, C - c0)
+        ps = nl.ndarray((rows, cs), "float32", buffer=nl.psum, bufs=1)
+        nl.isa.nc_matmul(ps, ones, row[:, c0:c0 + cs])
+        out[:, c0:c0 + cs] = nl.copy(ps)
+    return out
+
+
 def mm_2d(a, b, out, transpose_a=False, transpose_b=False, bias=None):
     """out[M, N] = op(a) @ op(b) (+ bias[N]) for 2-D HBM views; op transposes when asked.
 
@@ -54,6 +70,8 @@ def mm_2d(a, b, out, transpose_a=False, transpose_b=False, bias=None):
                     rhs[:ks, kt, j:j + js] = nl.load_transpose2d(b[n0 + j:n0 + j + js, k0:k0 + ks], dtype=cdt)
             else:
                 rhs[:ks, kt, :] = nl.load(b[k0:k0 + ks, n0:n0 + nbw], dtype=cdt)
+        # The bias block in every row of a row tile, once per column block.
+        bias_t = broadcast_rows(bias[n0:n0 + nbw], min(M, P)) if bias is not None else None
         for m in nl.affine_range(_cdiv(M, P)):
             m0, ms = m * P, min(P, M - m * P)
             lhsT = nl.ndarray((P, KT, P), cdt, buffer=nl.sbuf)
@@ -63,8 +81,6 @@ def mm_2d(a, b, out, transpose_a=False, transpose_b=False, bias=None):
                     lhsT[:ks, kt, :ms] = nl.load(a[k0:k0 + ks, m0:m0 + ms], dtype=cdt)
                 else:
                     lhsT[:ks, kt, :ms] = nl.load_transpose2d(a[m0:m0 + ms, k0:k0 + ks], dtype=cdt)
-            if bias is not None:
-                bias_t = nl.load(bias[n0:n0 + nbw].broadcast_partitions(ms), dtype="float32")
             for j in nl.affine_range(_cdiv(nbw, NT)):
                 j0, js = j * NT, min(NT, nbw - j * NT)
                 acc = nl.ndarray((ms, js), nl.float32, buffer=nl.psum)
@@ -72,7 +88,7 @@ def mm_2d(a, b, out, transpose_a=False, transpose_b=False, bias=None):
                     ks = min(P, K - kt * P)
                     nl.isa.nc_matmul(acc, lhsT[:ks, kt, :ms], rhs[:ks, kt, j0:j0 + js], accumulate=kt > 0)
                 if bias is not None:
-                    res = nl.add(acc, bias_t[:, j0:j0 + js], dtype=out.dtype)
+                    res = nl.add(acc, bias_t[:ms, j0:j0 + js], dtype=out.dtype)
                 else:
                     res = nl.copy(acc, dtype=out.dtype)
                 nl.store(out[m0:m0 + ms, n0 + j0:n0 + j0 + js], res)
