@@ -316,6 +316,11 @@ def kernel_source(chain: Chain, name: str) -> str:
     used = sorted({a[1] for s in chain.steps for a in s.args if a[0] == "in"
                    and chain.inputs[a[1]].layout not in ("lhs", "rhs")})
     plan = _Plan(chain, layouts).build()
+    # Row vectors (bias, norm weights) are the same in every row block: loaded into the partitions
+    # once, before the row loop, instead of a partition-broadcast DMA per block.
+    vectors = [i for i in used if chain.inputs[i].layout not in ("full", "col")]
+    for i in vectors:
+        lines.append(f"    bc{i} = nl.load(in{i}.broadcast_partitions({P if flat else min(R, P)}))")
     if flat:
         F = R * C // P
         for i in used:
@@ -341,9 +346,7 @@ def kernel_source(chain: Chain, name: str) -> str:
     engine = plan.engines(free)
     head, lines = lines, []
     for i in used:
-        lay = chain.inputs[i].layout
-        src = f"in{i}{block}" if lay in ("full", "col") else f"in{i}.broadcast_partitions({rs})"
-        lines.append(f"        x{i} = nl.load({src})")
+        lines.append(f"        x{i} = bc{i}[:{rs}]" if i in vectors else f"        x{i} = nl.load(in{i}{block})")
 
     def operand(a):
         return f"x{a[1]}" if a[0] == "in" else f"v{a[1]}" if a[0] == "v" else _imm(a[1])

@@ -16,8 +16,9 @@ import tempfile
 
 CACHE_ENV = "TORCH_NEURON_COMPILE_CACHE_DIR"  # registered in torch_neuron.env
 # Bumped whenever the generator schedules chains differently: entries hold latencies and sources
-# (3: chains may start with a matmul; layer norm is decomposed into chains).
-FORMAT = 3
+# (3: chains may start with a matmul; layer norm is decomposed into chains; 4: row vectors are
+# loaded once per kernel).
+FORMAT = 4
 
 
 def directory() -> str:
