@@ -214,7 +214,13 @@ def _fix_layer_lists(cfg):
 
 SIZE_SUFFIXES = ("_size", "_dim", "_dims", "_channels", "emb_dim")
 NOT_SIZES = ("vocab", "position", "max_", "image", "patch", "kernel", "window", "chunk", "batch", "sample",
-             "frame", "stride", "bucket", "codebook", "num_", "label", "n_", "length", "segment", "crop")
+             "frame", "stride", "bucket", "codebook", "num_", "label", "length", "segment", "crop")
+# Matched at the start of a name only ("n_embd" is a width, "hidden_dim" is not a count).
+NOT_SIZE_PREFIXES = ("n_",)
+
+
+def _not_size(low: str) -> bool:
+    return any(k in low for k in NOT_SIZES) or low.startswith(NOT_SIZE_PREFIXES)
 
 
 def _shrink_by_suffix(cfg):
@@ -224,14 +230,76 @@ def _shrink_by_suffix(cfg):
         low = name.lower()
         if not (isinstance(value, int) and not isinstance(value, bool) and value > 64):
             continue
-        if not low.endswith(SIZE_SUFFIXES) or any(k in low for k in NOT_SIZES):
+        if not low.endswith(SIZE_SUFFIXES) or _not_size(low):
             continue
         wide = any(k in low for k in ("ffn", "intermediate", "inner", "mlp", "expert"))
         _set(cfg, name, 64 if wide else 32)
 
 
+WIDTH_WORDS = ("size", "sizes", "dim", "dims", "channels", "channel", "hidden", "width", "widths", "embd", "model")
+NOT_WIDTH_WORDS = ("head", "heads", "rope", "lora", "rank", "state", "ratio", "groups", "kv", "qk")
+MIN_TIED_WIDTH = 32
+
+
+def _is_width(name: str) -> bool:
+    low = name.lower()
+    words = low.split("_")
+    return (name in HIDDEN or name in INTERMEDIATE or name in LIST_HIDDEN
+            or any(w in words or low.endswith(w) for w in WIDTH_WORDS)) and not (
+        _not_size(low) or any(w in words for w in NOT_WIDTH_WORDS))
+
+
+def _widths(cfg, path=()):
+    """(config path, attribute, index or None, value) of every width-like integer, lists element-wise."""
+    for name, value in vars(cfg).items():
+        if _is_config(value):
+            yield from _widths(value, path + (name,))
+        elif not _is_width(name):
+            continue
+        elif isinstance(value, int) and not isinstance(value, bool):
+            yield path, name, None, value
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            for i, v in enumerate(value):
+                yield path, name, i, v
+
+
+def _at(cfg, path):
+    for name in path:
+        cfg = vars(cfg)[name]
+    return cfg
+
+
+def tie_widths(default, cfg):
+    """Widths equal in the default config are made equal again in the shrunk one.
+
+    A model wires one width into several attributes, often across sub-configs (a DETR decoder's
+    input channels are its backbone's stage widths; an encoder width reappears as a projector's
+    input); the name-based shrinking sets each on its own. Every width whose default value was
+    shrunk anywhere takes the smallest value that default value was shrunk to.
+    """
+    old = {(p, n, i): v for p, n, i, v in _widths(default)}
+    new = {(p, n, i): v for p, n, i, v in _widths(cfg)}
+    target = {}
+    for key, was in old.items():
+        now = new.get(key)
+        # The fixed small sizes (SMALL_DIMS) are no model width: a coincidence, not a tie.
+        if isinstance(now, int) and was >= MIN_TIED_WIDTH and now < was and key[1] not in SMALL_DIMS:
+            target[was] = min(target.get(was, now), now)
+    for (path, name, i), was in old.items():
+        want = target.get(was)
+        if want is None or (path, name, i) not in new or new[(path, name, i)] <= want:
+            continue
+        owner = _at(cfg, path)
+        if i is None:
+            _set(owner, name, want)
+        else:
+            value = list(_get(owner, name))
+            value[i] = want
+            _set(owner, name, value)
+
+
 def shrink(cfg, rung: int):
-    """Shrinks ``cfg`` in place; rung 0 shrinks everything, 1 leaves lists and image sizes, 2 only layers."""
+    """Shrinks ``cfg`` in place; level 0 shrinks everything, 1 leaves lists and image sizes, 2 only layers."""
     _disable_dropout(cfg)
     head_is_rope = isinstance(_get(cfg, "head_dim"), int) and _get(cfg, "head_dim") == _get(cfg, "qk_rope_head_dim")
     layers = 2
@@ -314,7 +382,10 @@ def tiny_config(model_type: str, rung: int = 0):
     if "prediction_length" in vars(cfg) and cfg.prediction_length is None:
         # Time-series configs derive their context and feature sizes from it at construction.
         cfg = AutoConfig.for_model(model_type, prediction_length=4, context_length=8)
-    cfg = shrink(cfg, rung)
+    default = copy.deepcopy(cfg)
+    cfg = shrink(cfg, SHRINK_LEVEL[rung])
+    if rung == 1:
+        tie_widths(default, cfg)
     vocab = _vocab(cfg)
     if vocab is not None and vocab <= VOCAB:
         mapping = {}
@@ -330,7 +401,11 @@ def tiny_config(model_type: str, rung: int = 0):
     return cfg
 
 
-RUNGS = (0, 1, 2)
+# Rungs, most aggressive first: 0 shrinks everything; 1 as 0 with the widths tied that the default
+# config ties (tie_widths); 2 leaves lists and image sizes; 3 shrinks only layers. Rung 1 comes
+# second so that the cases rung 0 already builds keep their configs.
+RUNGS = (0, 1, 2, 3)
+SHRINK_LEVEL = {0: 0, 1: 0, 2: 1, 3: 2}
 
 
 def describe(cfg) -> dict:
