@@ -133,10 +133,27 @@ def _token_ids(cfg, shape, g):
     return allowed[torch.randint(0, len(allowed), shape, generator=g)]
 
 
+# The optional inputs of another modality that the second layout adds (text with images, images
+# with a text prompt, text with audio, text with layout boxes).
+COMPANIONS = ("input_ids", "pixel_values", "input_features", "bbox")
+
+
+def _companions(cls, main):
+    params = _params(cls.forward)
+    return [n for n in COMPANIONS if n != main and n in params]
+
+
 def has_second_layout(cls) -> bool:
-    """Whether a second input layout exists: (batch, channels, samples) waveforms, or text with images."""
+    """Whether a second input layout exists: (batch, channels, samples) waveforms, or several modalities."""
     main = getattr(cls, "main_input_name", "input_ids")
-    return main == "input_values" or (main == "input_ids" and "pixel_values" in _params(cls.forward))
+    return main == "input_values" or bool(_companions(cls, main))
+
+
+def _boxes(cfg, g):
+    """Layout boxes (x0, y0, x1, y1) per token, inside the 2-D position tables."""
+    top = int(_first(cfg, "max_2d_position_embeddings", default=1024)) - 1
+    corners = torch.randint(0, top + 1, (BATCH, SEQ, 2, 2), generator=g).sort(dim=2).values
+    return corners.permute(0, 1, 3, 2).reshape(BATCH, SEQ, 4)
 
 
 def _generate(name, cls, cfg, g, layout=0):
@@ -188,6 +205,52 @@ def _generate(name, cls, cfg, g, layout=0):
     return torch.randn(BATCH, 32, int(feat), generator=g)
 
 
+def _channels(cfg):
+    return int(_first(cfg, "in_channels", "num_channels", default=3))
+
+
+def _flat_patches(x, grid_name, required, cfg, g):
+    """Qwen-VL-style vision towers: every image's patches flattened into rows, with its (t, h, w) grid."""
+    patch = int(_first(cfg, "patch_size", default=14))
+    temporal = int(_first(cfg, "temporal_patch_size", default=2)) if "merge_sizes" not in required else 1
+    grid = torch.tensor([GRID] * BATCH)
+    x[grid_name] = grid
+    patches = torch.randn(int(grid.prod(-1).sum()), _channels(cfg) * temporal * patch ** 2, generator=g)
+    x["pixel_values" if "pixel_values" in required else "hidden_states"] = patches
+    if "merge_sizes" in required:
+        x["merge_sizes"] = torch.full((BATCH,), int(_first(cfg, "spatial_merge_size", default=1)))
+
+
+def _patch_sequence(x, cfg, g):
+    """SigLIP2-style (NaFlex) vision inputs: patch rows, each image's patch grid and a patch mask."""
+    patch = int(_first(cfg, "patch_size", default=16))
+    h, w = GRID[1:]
+    x["pixel_values"] = torch.randn(BATCH, h * w, _channels(cfg) * patch ** 2, generator=g)
+    x["spatial_shapes"] = torch.tensor([[h, w]] * BATCH)
+    mask = torch.ones(BATCH, h * w, dtype=torch.long)
+    mask[1, -2:] = 0  # the second image padded by two patches
+    x["pixel_attention_mask"] = mask
+
+
+def _frames_of(value, cfg):
+    """The length of the time (or sequence) axis of a generated input."""
+    mels = _first(cfg, "num_mel_bins", "feature_size", default=None)
+    if value.dim() == 3 and isinstance(mels, int) and value.shape[1] == mels:
+        return value.shape[2]  # (batch, mel bins, frames)
+    return value.shape[1]
+
+
+def _required_extras(x, required, cfg, g):
+    """Required companions of the main input: a second text stream (Q-Former) and padding masks."""
+    if "qformer_input_ids" in required:
+        x["qformer_input_ids"] = _token_ids(cfg, (BATCH, SEQ), g)
+        x["qformer_attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
+    for name in sorted(required - set(x)):
+        base = name[:-len("_mask")] if name.endswith("_mask") else None
+        if base in x and isinstance(x[base], torch.Tensor):
+            x[name] = torch.ones(BATCH, _frames_of(x[base], cfg), dtype=torch.long)
+
+
 def make_inputs(model_type, head, cls, cfg, g, layout=0) -> dict:
     """Valid inputs for ``cls`` (with labels for a head); raises CaseUnsupported."""
     params = _params(cls.forward)
@@ -201,16 +264,18 @@ def make_inputs(model_type, head, cls, cfg, g, layout=0) -> dict:
     for name in MAIN_INPUTS:
         if name == main or (name in required and name in params):
             x[name] = _generate(name, cls, cfg, g, layout)
-    if layout == 1 and main == "input_ids" and "pixel_values" in params and "pixel_values" not in x:
-        # Dual encoders (CLIP-like) need both modalities; this layout is tried when text alone fails.
-        x["pixel_values"] = _generate("pixel_values", cls, cfg, g)
-    if "grid_thw" in required:
-        c = _first(cfg, "in_channels", "num_channels", default=3)
-        feat = int(c) * int(_first(cfg, "temporal_patch_size", default=2)) * int(_first(cfg, "patch_size", default=14)) ** 2
-        grid = torch.tensor([GRID] * BATCH)
-        x["grid_thw"] = grid
-        patches = torch.randn(int(grid.prod(-1).sum()), feat, generator=g)
-        x["pixel_values" if "pixel_values" in required else "hidden_states"] = patches
+    if layout == 1 and main != "input_values":
+        # Dual encoders (CLIP-like) and prompted models need both modalities; this layout is tried
+        # when the main input alone fails.
+        for name in _companions(cls, main):
+            if name not in x:
+                x[name] = _boxes(cfg, g) if name == "bbox" else _generate(name, cls, cfg, g)
+    grid_name = next((n for n in ("grid_thw", "image_grid_thw") if n in required), None)
+    if grid_name:
+        _flat_patches(x, grid_name, required, cfg, g)
+    if "spatial_shapes" in params and "pixel_values" in x:
+        _patch_sequence(x, cfg, g)
+    _required_extras(x, required, cfg, g)
     if "past_values" in x:
         pv = x["past_values"]
         if "past_observed_mask" in params:

@@ -214,13 +214,11 @@ def _fix_layer_lists(cfg):
 
 SIZE_SUFFIXES = ("_size", "_dim", "_dims", "_channels", "emb_dim")
 NOT_SIZES = ("vocab", "position", "max_", "image", "patch", "kernel", "window", "chunk", "batch", "sample",
-             "frame", "stride", "bucket", "codebook", "num_", "label", "length", "segment", "crop")
-# Matched at the start of a name only ("n_embd" is a width, "hidden_dim" is not a count).
-NOT_SIZE_PREFIXES = ("n_",)
+             "frame", "stride", "bucket", "codebook", "num_", "label", "n_", "length", "segment", "crop")
 
 
-def _not_size(low: str) -> bool:
-    return any(k in low for k in NOT_SIZES) or low.startswith(NOT_SIZE_PREFIXES)
+def _not_size(low: str, prefix_only=()) -> bool:
+    return any(k in low for k in NOT_SIZES if k not in prefix_only) or low.startswith(prefix_only)
 
 
 def _shrink_by_suffix(cfg):
@@ -244,9 +242,10 @@ MIN_TIED_WIDTH = 32
 def _is_width(name: str) -> bool:
     low = name.lower()
     words = low.split("_")
+    # "n_" marks a count only at the start of a name (n_heads, not encoder_hidden_dim).
     return (name in HIDDEN or name in INTERMEDIATE or name in LIST_HIDDEN
             or any(w in words or low.endswith(w) for w in WIDTH_WORDS)) and not (
-        _not_size(low) or any(w in words for w in NOT_WIDTH_WORDS))
+        _not_size(low, prefix_only=("n_",)) or any(w in words for w in NOT_WIDTH_WORDS))
 
 
 def _widths(cfg, path=()):
