@@ -46,12 +46,14 @@ SMALL_DIMS = {"moe_intermediate_size": 32, "shared_expert_intermediate_size": 32
               "attention_window": 8, "block_size": 8, "chunk_size": 8,
               "vocab_size_per_layer_input": VOCAB, "hidden_size_per_layer_input": 16, "context_length": 16,
               "prediction_length": 4, "feature_projection_input_dim": 32}
+# Compound-scaling multipliers (EfficientNet) that widen and deepen every stage.
+SCALES = ("width_coefficient", "depth_coefficient", "width_multiplier", "depth_multiplier")
 IMAGE = {"image_size": 32, "patch_size": 4, "vision_image_size": 32, "crop_size": 32, "img_size": 32}
 NOISE = ("mask_time_prob", "mask_feature_prob", "router_jitter_noise", "label_noise_ratio", "box_noise_scale",
          "layerdrop", "encoder_layerdrop", "decoder_layerdrop", "drop_path_rate", "stochastic_depth_prob")
 # Random augmentations some models apply in train mode (DINOv3's RoPE coordinate jitter).
 AUGMENT = ("pos_embed_shift", "pos_embed_jitter", "pos_embed_rescale")
-LIST_LAYERS = ("blocks_per_stage", "depths", "num_layers_per_block", "encoder_depths", "decoder_depths", "block_repeats")
+LIST_LAYERS = ("blocks_per_stage", "depths", "num_block_repeats", "num_layers_per_block", "encoder_depths", "decoder_depths", "block_repeats")
 LIST_PER_LAYER = ("layer_types", "mlp_layer_types", "attn_layer_types", "block_types", "layers_block_type",
                   "hybrid_override_pattern")
 LIST_HIDDEN = ("embed_dim_per_stage", "hidden_sizes", "embed_dims", "neck_hidden_sizes", "dims", "embedding_dims", "channels")
@@ -319,6 +321,11 @@ def shrink(cfg, rung: int):
         for name, target in SMALL_DIMS.items():
             _shrink_int(cfg, name, target)
         _shrink_int(cfg, "vocab_size", VOCAB)
+        for name, value in list(vars(cfg).items()):
+            if name.endswith("_vocab"):  # hashed n-gram tables (BLT) sized like a vocabulary
+                _shrink_int(cfg, name, VOCAB)
+            elif name in SCALES and isinstance(value, float) and value > 1.0:
+                _set(cfg, name, 1.0)
         _fix_consistency(cfg, head_is_rope)
     if rung == 0:
         _shrink_by_suffix(cfg)
