@@ -36,8 +36,12 @@ HEADS = (
     ("image_classification", "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES"),
     ("audio_classification", "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES"),
 )
+# Inputs that are already embedded: (batch, sequence, width); latents are (batch, width, frames).
+EMBEDDED = ("inputs_embeds", "query_embeds", "noise_embeds", "context_hidden_states", "latents")
 MAIN_INPUTS = ("input_ids", "pixel_values", "input_values", "input_features", "pixel_values_videos",
-               "past_values", "inputs")
+               "past_values", "inputs", "audio_mel", *EMBEDDED)
+# Masks whose True marks padding rather than valid positions (Gemma3n's audio encoder).
+PADDING_MASKS = ("audio_mel_mask",)
 # Vision towers of Qwen-VL-style models take flattened patches and each image's (t, h, w) grid.
 GRID = (1, 4, 4)
 HEAD_INPUT = {"seq2seq_lm": ("input_ids", "input_features"), "causal_lm": ("input_ids",),
@@ -174,6 +178,12 @@ def _generate(name, cls, cfg, g, layout=0):
             return torch.randn(BATCH, length, int(cfg.num_input_channels), generator=g)
         channels = int(_first(cfg, "input_size", default=1))
         return torch.randn(BATCH, length, channels, generator=g) if channels > 1 else torch.randn(BATCH, length, generator=g)
+    if name in EMBEDDED:
+        width = int(_first(cfg, "hidden_size", "d_model", default=32))
+        shape = (BATCH, width, SEQ) if name == "latents" else (BATCH, SEQ, width)
+        return torch.randn(*shape, generator=g)
+    if name == "audio_mel":
+        return torch.randn(BATCH, 32, int(_first(cfg, "input_feat_size", "num_mel_bins", default=16)), generator=g)
     if name == "inputs":
         return torch.randn(BATCH, SEQ, int(_first(cfg, "d_model", "hidden_size", default=32)), generator=g)
     if name == "pixel_values_videos":
@@ -248,7 +258,11 @@ def _required_extras(x, required, cfg, g):
     for name in sorted(required - set(x)):
         base = name[:-len("_mask")] if name.endswith("_mask") else None
         if base in x and isinstance(x[base], torch.Tensor):
-            x[name] = torch.ones(BATCH, _frames_of(x[base], cfg), dtype=torch.long)
+            frames = _frames_of(x[base], cfg)
+            if name in PADDING_MASKS:
+                x[name] = torch.zeros(BATCH, frames, dtype=torch.bool)
+            else:
+                x[name] = torch.ones(BATCH, frames, dtype=torch.long)
 
 
 def make_inputs(model_type, head, cls, cfg, g, layout=0) -> dict:

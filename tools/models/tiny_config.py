@@ -382,6 +382,21 @@ def _vocab(cfg):
     return None
 
 
+KEEP = object()  # an override that restores the default config's value
+# Per-config-class values the generic rules cannot derive. EfficientNet's stem is hard-wired to
+# 32 channels (the first block's in_channels) and its top batch norm to round_filters(1280),
+# which hidden_dim must equal once width_coefficient is 1.
+OVERRIDES = {"EfficientNetConfig": {"in_channels": KEEP, "hidden_dim": 1280},
+             "AlignVisionConfig": {"in_channels": KEEP, "hidden_dim": 1280}}
+
+
+def _apply_overrides(default, cfg):
+    for name, value in OVERRIDES.get(type(cfg).__name__, {}).items():
+        _set(cfg, name, _get(default, name) if value is KEEP else value)
+    for name, child in _children(cfg):
+        _apply_overrides(vars(default)[name], child)
+
+
 def tiny_config(model_type: str, rung: int = 0):
     from transformers import AutoConfig
     cfg = AutoConfig.for_model(model_type)
@@ -392,6 +407,7 @@ def tiny_config(model_type: str, rung: int = 0):
     cfg = shrink(cfg, SHRINK_LEVEL[rung])
     if rung == 1:
         tie_widths(default, cfg)
+    _apply_overrides(default, cfg)
     vocab = _vocab(cfg)
     if vocab is not None and vocab <= VOCAB:
         mapping = {}
