@@ -150,7 +150,7 @@ def _companions(cls, main):
 def has_second_layout(cls) -> bool:
     """Whether a second input layout exists: (batch, channels, samples) waveforms, or several modalities."""
     main = getattr(cls, "main_input_name", "input_ids")
-    return main == "input_values" or bool(_companions(cls, main))
+    return "input_values" in _params(cls.forward) or bool(_companions(cls, main))
 
 
 def _boxes(cfg, g):

@@ -196,6 +196,22 @@ def _shrink_lists(cfg, layers):
             _set(cfg, name, value[:layers])
 
 
+def _fix_backbone_stages(cfg, layers_before):
+    """A ViT backbone (one stage per layer) keeps as many outputs as its released config, on the last layers."""
+    n, stages, out = _get(cfg, "num_hidden_layers"), _get(cfg, "stage_names"), _get(cfg, "_out_indices")
+    if not (isinstance(n, int) and isinstance(stages, list) and isinstance(out, list) and out):
+        return
+    if len(stages) != layers_before + 1 or max(out) <= n:
+        return  # stages are not layers (ResNet, Swin), or every output still exists
+    n = max(n, len(out))
+    _set(cfg, "num_hidden_layers", n)
+    _set(cfg, "stage_names", ["stem"] + [f"stage{i}" for i in range(1, n + 1)])
+    _set(cfg, "out_indices", list(range(n - len(out) + 1, n + 1)))
+    for name, value in list(vars(cfg).items()):
+        if name.endswith(("_indexes", "_indices")) and name != "_out_indices" and isinstance(value, list):
+            _set(cfg, name, [i for i in value if isinstance(i, int) and i < n])  # per-layer choices
+
+
 def _fix_layer_lists(cfg):
     # Lists indexed by layer must not exceed the new layer count.
     n = _get(cfg, "num_hidden_layers")
@@ -304,8 +320,10 @@ def shrink(cfg, rung: int):
     _disable_dropout(cfg)
     head_is_rope = isinstance(_get(cfg, "head_dim"), int) and _get(cfg, "head_dim") == _get(cfg, "qk_rope_head_dim")
     layers = 2
+    layers_before = _get(cfg, "num_hidden_layers")
     for name in LAYERS:
         _shrink_int(cfg, name, layers)
+    _fix_backbone_stages(cfg, layers_before)
     if rung <= 1:
         heads_before = _get(cfg, "num_attention_heads")
         kv_before = _get(cfg, "num_key_value_heads")
