@@ -44,6 +44,7 @@ MAIN_INPUTS = ("input_ids", "pixel_values", "input_values", "input_features", "p
 PADDING_MASKS = ("audio_mel_mask",)
 # Vision towers of Qwen-VL-style models take flattened patches and each image's (t, h, w) grid.
 GRID = (1, 4, 4)
+GRIDS = ("grid_thw", "image_grid_thw")
 HEAD_INPUT = {"seq2seq_lm": ("input_ids", "input_features"), "causal_lm": ("input_ids",),
               "masked_lm": ("input_ids",), "sequence_classification": ("input_ids",),
               "image_classification": ("pixel_values",),
@@ -150,7 +151,8 @@ def _companions(cls, main):
 def has_second_layout(cls) -> bool:
     """Whether a second input layout exists: (batch, channels, samples) waveforms, or several modalities."""
     main = getattr(cls, "main_input_name", "input_ids")
-    return "input_values" in _params(cls.forward) or bool(_companions(cls, main))
+    params = _params(cls.forward)
+    return "input_values" in params or any(n in params for n in GRIDS) or bool(_companions(cls, main))
 
 
 def _boxes(cfg, g):
@@ -219,10 +221,16 @@ def _channels(cfg):
     return int(_first(cfg, "in_channels", "num_channels", default=3))
 
 
-def _flat_patches(x, grid_name, required, cfg, g):
-    """Qwen-VL-style vision towers: every image's patches flattened into rows, with its (t, h, w) grid."""
+def _flat_patches(x, grid_name, required, cfg, g, layout):
+    """Qwen-VL-style vision towers: every image's patches flattened into rows, with its (t, h, w) grid.
+
+    Without a temporal_patch_size in the config, a patch spans two frames (Qwen's default) in the
+    first layout and one in the second.
+    """
     patch = int(_first(cfg, "patch_size", default=14))
-    temporal = int(_first(cfg, "temporal_patch_size", default=2)) if "merge_sizes" not in required else 1
+    temporal = int(_first(cfg, "temporal_patch_size", default=2 if layout == 0 else 1))
+    if "merge_sizes" in required:
+        temporal = 1
     grid = torch.tensor([GRID] * BATCH)
     x[grid_name] = grid
     patches = torch.randn(int(grid.prod(-1).sum()), _channels(cfg) * temporal * patch ** 2, generator=g)
@@ -284,9 +292,9 @@ def make_inputs(model_type, head, cls, cfg, g, layout=0) -> dict:
         for name in _companions(cls, main):
             if name not in x:
                 x[name] = _boxes(cfg, g) if name == "bbox" else _generate(name, cls, cfg, g)
-    grid_name = next((n for n in ("grid_thw", "image_grid_thw") if n in required), None)
+    grid_name = next((n for n in GRIDS if n in required), None)
     if grid_name:
-        _flat_patches(x, grid_name, required, cfg, g)
+        _flat_patches(x, grid_name, required, cfg, g, layout)
     if "spatial_shapes" in params and "pixel_values" in x:
         _patch_sequence(x, cfg, g)
     _required_extras(x, required, cfg, g)

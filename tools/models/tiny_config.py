@@ -358,6 +358,10 @@ def shrink(cfg, rung: int):
         if isinstance(depths, list) and isinstance(window, int) and isinstance(patch, int) and "image_size" in vars(cfg):
             # Windowed attention (Swin): every stage's resolution a multiple of the window.
             _set(cfg, "image_size", patch * window * 2 ** (len(depths) - 1))
+    merge, patch = _get(cfg, "spatial_merge_size"), _get(cfg, "patch_size")
+    if all(isinstance(v, int) for v in (merge, patch, _get(cfg, "window_size"))):
+        # Qwen2.5-VL's attention windows are in pixels: two merged patches wide.
+        _set(cfg, "window_size", 2 * merge * patch)
     _fix_layer_lists(cfg)
     for _, child in _children(cfg):
         shrink(child, rung)
