@@ -39,7 +39,9 @@ HEADS = (
 # Inputs that are already embedded: (batch, sequence, width); latents are (batch, width, frames).
 EMBEDDED = ("inputs_embeds", "query_embeds", "noise_embeds", "context_hidden_states", "latents")
 MAIN_INPUTS = ("input_ids", "pixel_values", "input_values", "input_features", "pixel_values_videos",
-               "past_values", "inputs", "audio_mel", *EMBEDDED)
+               "past_values", "inputs", "audio_mel", "states", *EMBEDDED)
+# Offline-RL trajectories (Decision Transformer): per-step features and the config's width of each.
+TRAJECTORY = {"states": "state_dim", "actions": "act_dim", "rewards": None, "returns_to_go": None}
 # Masks whose True marks padding rather than valid positions (Gemma3n's audio encoder).
 PADDING_MASKS = ("audio_mel_mask",)
 # Vision towers of Qwen-VL-style models take flattened patches and each image's (t, h, w) grid.
@@ -140,7 +142,7 @@ def _token_ids(cfg, shape, g):
 
 # The optional inputs of another modality that the second layout adds (text with images, images
 # with a text prompt, text with audio, text with layout boxes).
-COMPANIONS = ("input_ids", "pixel_values", "input_features", "bbox")
+COMPANIONS = ("input_ids", "pixel_values", "input_features", "bbox", "encoder_hidden_states")
 
 
 def _companions(cls, main):
@@ -153,6 +155,15 @@ def has_second_layout(cls) -> bool:
     main = getattr(cls, "main_input_name", "input_ids")
     params = _params(cls.forward)
     return "input_values" in params or any(n in params for n in GRIDS) or bool(_companions(cls, main))
+
+
+def _companion(name, cls, cfg, g):
+    if name == "bbox":
+        return _boxes(cfg, g)
+    if name == "encoder_hidden_states":  # what a cross-attending stack (Q-Former) attends to
+        width = int(_first(cfg, "encoder_hidden_size", "hidden_size", default=32))
+        return torch.randn(BATCH, SEQ, width, generator=g)
+    return _generate(name, cls, cfg, g)
 
 
 def _boxes(cfg, g):
@@ -180,6 +191,8 @@ def _generate(name, cls, cfg, g, layout=0):
             return torch.randn(BATCH, length, int(cfg.num_input_channels), generator=g)
         channels = int(_first(cfg, "input_size", default=1))
         return torch.randn(BATCH, length, channels, generator=g) if channels > 1 else torch.randn(BATCH, length, generator=g)
+    if name in TRAJECTORY:
+        return torch.randn(BATCH, SEQ, int(_first(cfg, TRAJECTORY[name], default=1)), generator=g)
     if name in EMBEDDED:
         width = int(_first(cfg, "hidden_size", "d_model", default=32))
         shape = (BATCH, width, SEQ) if name == "latents" else (BATCH, SEQ, width)
@@ -221,6 +234,16 @@ def _channels(cfg):
     return int(_first(cfg, "in_channels", "num_channels", default=3))
 
 
+def _trajectory(x, params, cfg, g):
+    for name, width in TRAJECTORY.items():
+        if name in params:
+            x[name] = torch.randn(BATCH, SEQ, int(_first(cfg, width, default=1)) if width else 1, generator=g)
+    if "timesteps" in params:
+        x["timesteps"] = torch.arange(SEQ).repeat(BATCH, 1)
+    if "attention_mask" in params:
+        x["attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
+
+
 def _flat_patches(x, grid_name, required, cfg, g, layout):
     """Qwen-VL-style vision towers: every image's patches flattened into rows, with its (t, h, w) grid.
 
@@ -259,11 +282,22 @@ def _frames_of(value, cfg):
 
 
 def _required_extras(x, required, cfg, g):
-    """Required companions of the main input: a second text stream (Q-Former) and padding masks."""
+    """Required companions of the main input: a second text stream (Q-Former), a prompt image and
+    mask (SegGPT), a time series' frequency class, padding (all valid) and masks."""
     if "qformer_input_ids" in required:
         x["qformer_input_ids"] = _token_ids(cfg, (BATCH, SEQ), g)
         x["qformer_attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
+    image = x.get("pixel_values")
+    if isinstance(image, torch.Tensor) and image.dim() == 4:
+        for name in ("prompt_pixel_values", "prompt_masks"):
+            if name in required:
+                x[name] = torch.randn(image.shape, generator=g)
+    if "freq" in required:
+        x["freq"] = torch.zeros(BATCH, dtype=torch.long)
     for name in sorted(required - set(x)):
+        if name.endswith("_padding") and name[:-len("_padding")] in x:
+            x[name] = torch.zeros(x[name[:-len("_padding")]].shape[:2], dtype=torch.long)
+            continue
         base = name[:-len("_mask")] if name.endswith("_mask") else None
         if base in x and isinstance(x[base], torch.Tensor):
             frames = _frames_of(x[base], cfg)
@@ -291,7 +325,9 @@ def make_inputs(model_type, head, cls, cfg, g, layout=0) -> dict:
         # when the main input alone fails.
         for name in _companions(cls, main):
             if name not in x:
-                x[name] = _boxes(cfg, g) if name == "bbox" else _generate(name, cls, cfg, g)
+                x[name] = _companion(name, cls, cfg, g)
+    if main in TRAJECTORY:
+        _trajectory(x, params, cfg, g)
     grid_name = next((n for n in GRIDS if n in required), None)
     if grid_name:
         _flat_patches(x, grid_name, required, cfg, g, layout)

@@ -132,6 +132,12 @@ def _fix_consistency(cfg, head_is_rope=False):
     head_dim = _get(cfg, "head_dim") or head_dim or (width // n if isinstance(width, int) and isinstance(n, int) and n else None)
     if isinstance(rotary, int) and isinstance(head_dim, int) and rotary > head_dim:
         _set(cfg, "rotary_dim", head_dim)  # the rotary part cannot exceed the shrunk head
+    if "num_experts_per_tok" in vars(cfg) and _get(cfg, "num_experts_per_tok") is None and isinstance(
+            _get(cfg, "n_routed_experts") or _get(cfg, "num_experts"), int):
+        _set(cfg, "num_experts_per_tok", SMALL_DIMS["num_experts_per_tok"])  # DeepSeek-V2 leaves it unset
+    kinds = _get(cfg, "layer_types")
+    if isinstance(kinds, list) and "sliding_attention" in kinds and "sliding_window" in vars(cfg) and _get(cfg, "sliding_window") is None:
+        _set(cfg, "sliding_window", SMALL_DIMS["sliding_window"])  # a kept sliding layer needs its window
     if "vocab_size" in vars(cfg) and _get(cfg, "vocab_size") is None:
         _set(cfg, "vocab_size", VOCAB)
     expand = _get(cfg, "expand") or _get(cfg, "mamba_expand")
@@ -154,6 +160,8 @@ def _disable_dropout(cfg):
         elif isinstance(value, (list, tuple)) and value and all(isinstance(v, float) for v in value) and (
                 "drop" in low):
             _set(cfg, name, [0.0] * len(value))  # per-stage rates (CvT)
+    if _get(cfg, "token_dropout") is True:
+        _set(cfg, "token_dropout", False)  # ESM's masked-token rescaling, a train-mode augmentation
     if isinstance(_get(cfg, "num_denoising"), int):
         _set(cfg, "num_denoising", 0)
     for name in AUGMENT:
