@@ -413,18 +413,44 @@ def _vocab(cfg):
 
 
 KEEP = object()  # an override that restores the default config's value
-# Per-config-class values the generic rules cannot derive. EfficientNet's stem is hard-wired to
-# 32 channels (the first block's in_channels) and its top batch norm to round_filters(1280),
-# which hidden_dim must equal once width_coefficient is 1.
-OVERRIDES = {"EfficientNetConfig": {"in_channels": KEEP, "hidden_dim": 1280},
-             "AlignVisionConfig": {"in_channels": KEEP, "hidden_dim": 1280}}
+# Per-config-class values the generic rules cannot derive (a callable takes the shrunk config).
+OVERRIDES = {
+    # The stem is hard-wired to 32 channels (the first block's in_channels) and the top batch norm
+    # to round_filters(1280), which hidden_dim must equal once width_coefficient is 1.
+    "EfficientNetConfig": {"in_channels": KEEP, "hidden_dim": 1280},
+    "AlignVisionConfig": {"in_channels": KEEP, "hidden_dim": 1280},
+    # Token embeddings are the concatenation of four coordinate and two shape embeddings.
+    "LayoutLMv3Config": {"coordinate_size": lambda c: c.hidden_size // 8, "shape_size": lambda c: c.hidden_size // 4},
+    # Six box-coordinate embeddings of hidden_size // 6 each must add up to the width.
+    "LiltConfig": {"hidden_size": 48},
+    # The vision tower's attention pooling has hidden_size // 64 heads, and the towers share a width.
+    "BridgeTowerConfig": {"hidden_size": 64},
+    "BridgeTowerTextConfig": {"hidden_size": 64},
+    "BridgeTowerVisionConfig": {"hidden_size": 64},
+    # The upsampling convolution is depthwise over the model width.
+    "MimiConfig": {"upsample_groups": lambda c: c.hidden_size},
+}
+
+
+def _override(default, cfg, name, value):
+    if value is KEEP:
+        return _get(default, name)
+    return value(cfg) if callable(value) else value
 
 
 def _apply_overrides(default, cfg):
     for name, value in OVERRIDES.get(type(cfg).__name__, {}).items():
-        _set(cfg, name, _get(default, name) if value is KEEP else value)
+        _set(cfg, name, _override(default, cfg, name, value))
     for name, child in _children(cfg):
         _apply_overrides(vars(default)[name], child)
+
+
+def _fill_pad_ids(cfg, taken):
+    """An unset pad id where the model derives positions from it (ESM): the lowest free id."""
+    if "pad_token_id" in vars(cfg) and _get(cfg, "pad_token_id") is None and isinstance(_get(cfg, "vocab_size"), int):
+        _set(cfg, "pad_token_id", min(set(range(len(taken) + 1)) - taken))
+    for _, child in _children(cfg):
+        _fill_pad_ids(child, taken)
 
 
 def tiny_config(model_type: str, rung: int = 0):
@@ -437,6 +463,7 @@ def tiny_config(model_type: str, rung: int = 0):
     cfg = shrink(cfg, SHRINK_LEVEL[rung])
     if rung == 1:
         tie_widths(default, cfg)
+        _fill_pad_ids(cfg, special_ids(cfg))
     _apply_overrides(default, cfg)
     vocab = _vocab(cfg)
     if vocab is not None and vocab <= VOCAB:
@@ -454,8 +481,8 @@ def tiny_config(model_type: str, rung: int = 0):
 
 
 # Rungs, most aggressive first: 0 shrinks everything; 1 as 0 with the widths tied that the default
-# config ties (tie_widths); 2 leaves lists and image sizes; 3 shrinks only layers. Rung 1 comes
-# second so that the cases rung 0 already builds keep their configs.
+# config ties (tie_widths) and an unset pad id filled; 2 leaves lists and image sizes; 3 shrinks
+# only layers. Rung 1 comes second so that the cases rung 0 already builds keep their configs.
 RUNGS = (0, 1, 2, 3)
 SHRINK_LEVEL = {0: 0, 1: 0, 2: 1, 3: 2}
 
