@@ -427,8 +427,10 @@ OVERRIDES = {
     "BridgeTowerConfig": {"hidden_size": 64},
     "BridgeTowerTextConfig": {"hidden_size": 64},
     "BridgeTowerVisionConfig": {"hidden_size": 64},
-    # The upsampling convolution is depthwise over the model width.
-    "MimiConfig": {"upsample_groups": lambda c: c.hidden_size},
+    # The upsampling convolution is depthwise over the model width; the quantizer's codebooks
+    # have the width of its hidden projection.
+    "MimiConfig": {"upsample_groups": lambda c: c.hidden_size,
+                   "vector_quantization_hidden_dimension": lambda c: c.codebook_dim},
 }
 
 

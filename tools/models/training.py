@@ -200,6 +200,8 @@ def prepare(model_type: str, report):
         exc, head, cls, layout = failures[-index]
         report("default")
         built = layout is None
+        if built:
+            record["failed_at"] = "construction"
         other = reproduce.default_build(cls, model_type) if built else reproduce.default_step(model_type, head, cls, layout)
         if reproduce.same_failure(exc, other, _where):
             record["status"] = "cpu_fail"
