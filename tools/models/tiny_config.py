@@ -76,6 +76,14 @@ def _get(cfg, name):
     return vars(cfg).get(name)
 
 
+def _read(cfg, name):
+    """An attribute through the config class's attribute map; None where a per-layer config refuses a global read."""
+    try:
+        return getattr(cfg, name, None)
+    except Exception:  # noqa: BLE001 - AmbiguousGlobalPerLayerAttributeError
+        return None
+
+
 def _set(cfg, name, value):
     try:
         setattr(cfg, name, value)
@@ -128,7 +136,7 @@ def _fix_consistency(cfg, head_is_rope=False):
         if isinstance(_get(cfg, "qk_head_dim"), int):
             _set(cfg, "qk_head_dim", rope_dim + nope_dim)
     rotary = _get(cfg, "rotary_dim")
-    width, n = getattr(cfg, "hidden_size", None), getattr(cfg, "num_attention_heads", None)  # attribute maps
+    width, n = _read(cfg, "hidden_size"), _read(cfg, "num_attention_heads")  # attribute maps
     head_dim = _get(cfg, "head_dim") or head_dim or (width // n if isinstance(width, int) and isinstance(n, int) and n else None)
     if isinstance(rotary, int) and isinstance(head_dim, int) and rotary > head_dim:
         _set(cfg, "rotary_dim", head_dim)  # the rotary part cannot exceed the shrunk head
