@@ -169,8 +169,12 @@ def _companion(name, cls, cfg, g):
 def _boxes(cfg, g):
     """Layout boxes (x0, y0, x1, y1) per token, inside the 2-D position tables."""
     top = int(_first(cfg, "max_2d_position_embeddings", default=1024)) - 1
-    corners = torch.randint(0, top + 1, (BATCH, SEQ, 2, 2), generator=g).sort(dim=2).values
-    return corners.permute(0, 1, 3, 2).reshape(BATCH, SEQ, 4)
+    # Two random points per token, sorted per coordinate: the box's low and high corners.
+    lo, hi = torch.randint(0, top + 1, (BATCH, SEQ, 2, 2), generator=g).sort(dim=2).values.unbind(2)
+    (x0, y0), (x1, y1) = lo.unbind(-1), hi.unbind(-1)
+    if _first(cfg, "dim_bbox", default=4) == 8:  # BROS: the four corners of the box
+        return torch.stack([x0, y0, x1, y0, x1, y1, x0, y1], -1)
+    return torch.stack([x0, y0, x1, y1], -1)
 
 
 def _generate(name, cls, cfg, g, layout=0):
@@ -179,7 +183,8 @@ def _generate(name, cls, cfg, g, layout=0):
     if name == "pixel_values":
         h, w = _size(_first(cfg, "image_size", "img_size", "input_size", default=32))
         c = _first(cfg, "num_channels", "in_channels", "in_chans", default=3)
-        frames = vars(cfg).get("num_frames")
+        # Video models: the second layout also reads a sub-config's frame count (X-CLIP's vision tower).
+        frames = vars(cfg).get("num_frames") if layout == 0 else _first(cfg, "num_frames")
         if isinstance(frames, int):
             return torch.randn(BATCH, int(frames or 2), int(c), h, w, generator=g)  # video models
         return torch.randn(BATCH, int(c), h, w, generator=g)

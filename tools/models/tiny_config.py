@@ -146,6 +146,9 @@ def _fix_consistency(cfg, head_is_rope=False):
     kinds = _get(cfg, "layer_types")
     if isinstance(kinds, list) and "sliding_attention" in kinds and "sliding_window" in vars(cfg) and _get(cfg, "sliding_window") is None:
         _set(cfg, "sliding_window", SMALL_DIMS["sliding_window"])  # a kept sliding layer needs its window
+    languages = _get(cfg, "languages")
+    if "default_language" in vars(cfg) and _get(cfg, "default_language") is None and languages:
+        _set(cfg, "default_language", list(languages)[0])  # X-MOD's adapters need a language to route by
     if "vocab_size" in vars(cfg) and _get(cfg, "vocab_size") is None:
         _set(cfg, "vocab_size", VOCAB)
     expand = _get(cfg, "expand") or _get(cfg, "mamba_expand")
