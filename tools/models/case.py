@@ -40,6 +40,8 @@ HEADS = (
 EMBEDDED = ("inputs_embeds", "query_embeds", "noise_embeds", "context_hidden_states", "latents")
 MAIN_INPUTS = ("input_ids", "pixel_values", "input_values", "input_features", "pixel_values_videos",
                "past_values", "inputs", "audio_mel", "states", *EMBEDDED)
+# Keypoint matchers take a pair of images per example: (batch, 2, channels, height, width).
+IMAGE_PAIRS = ("EfficientLoFTRConfig", "LightGlueConfig")
 # Offline-RL trajectories (Decision Transformer): per-step features and the config's width of each.
 TRAJECTORY = {"states": "state_dim", "actions": "act_dim", "rewards": None, "returns_to_go": None}
 # Masks whose True marks padding rather than valid positions (Gemma3n's audio encoder).
@@ -185,6 +187,8 @@ def _generate(name, cls, cfg, g, layout=0):
         c = _first(cfg, "num_channels", "in_channels", "in_chans", default=3)
         # Video models: the second layout also reads a sub-config's frame count (X-CLIP's vision tower).
         frames = vars(cfg).get("num_frames") if layout == 0 else _first(cfg, "num_frames")
+        if type(cfg).__name__ in IMAGE_PAIRS:
+            frames = 2
         if isinstance(frames, int):
             return torch.randn(BATCH, int(frames or 2), int(c), h, w, generator=g)  # video models
         return torch.randn(BATCH, int(c), h, w, generator=g)

@@ -438,6 +438,8 @@ OVERRIDES = {
     "BridgeTowerConfig": {"hidden_size": 64},
     "BridgeTowerTextConfig": {"hidden_size": 64},
     "BridgeTowerVisionConfig": {"hidden_size": 64},
+    # Axial position embeddings factor the sequence length (the harness's 8 tokens) and split the width.
+    "ReformerConfig": {"axial_pos_shape": (2, 4), "axial_pos_embds_dim": lambda c: (c.hidden_size // 2,) * 2},
     # The upsampling convolution is depthwise over the model width; the quantizer's codebooks
     # have the width of its hidden projection.
     "MimiConfig": {"upsample_groups": lambda c: c.hidden_size,
