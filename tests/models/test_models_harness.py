@@ -107,3 +107,45 @@ def test_cpu_fail_with_input_generation_category_counts_as_a_harness_skip():
     with pytest.raises(expectations.ExpectationError):
         expectations.parse({"expectations": [
             {"archs": ["c"], "status": "cpu_fail", "category": "tiny config", "reason": "r"}]})
+
+
+def test_rung_one_ties_the_widths_the_default_config_ties():
+    from tools.models import tiny_config
+    # RT-DETR: the hybrid encoder's input channels are the backbone's output stage widths, and
+    # its width is the decoder's input width; rung 0 shrinks each on its own, rung 1 ties them.
+    cfg = tiny_config.tiny_config("rt_detr", 1)
+    stages = [cfg.backbone_config.hidden_sizes[i - 1] for i in cfg.backbone_config.out_indices]
+    assert list(cfg.encoder_in_channels) == stages
+    assert set(cfg.decoder_in_channels) == {cfg.encoder_hidden_dim} == {cfg.d_model}
+    assert tiny_config.tiny_config("gpt2", 1).n_embd == tiny_config.tiny_config("gpt2", 0).n_embd
+
+
+@pytest.mark.timeout(300)
+def test_a_construction_failure_the_default_config_repeats_is_the_models_own():
+    from tools.models import training
+    _, rec = training.prepare("dbrx", lambda phase: None)
+    assert rec["status"] == "cpu_fail", rec
+    assert rec["failed_at"] == "construction" and rec["default_config"] == "same failure at construction"
+
+
+def test_naflex_and_flattened_patch_inputs_agree_with_their_grids():
+    import torch
+    from tools.models import case, tiny_config
+    for arch, grid in (("siglip2_vision_model", "spatial_shapes"), ("qwen2_5_vl_vision", "grid_thw")):
+        cfg = tiny_config.tiny_config(arch, 0)
+        (head, cls), = case.candidates(arch)
+        x = case.make_inputs(arch, head, cls, cfg, torch.Generator().manual_seed(0))
+        patches = x[grid].prod(-1).sum()
+        rows = x["pixel_values"].shape[0] * x["pixel_values"].shape[1] if grid == "spatial_shapes" else \
+            x["hidden_states"].shape[0]
+        assert rows == patches, (arch, x[grid], x.get("pixel_values", x.get("hidden_states")).shape)
+
+
+def test_layout_boxes_are_ordered_corners_inside_the_2d_tables():
+    import torch
+    from tools.models import case, tiny_config
+    cfg = tiny_config.tiny_config("udop", 0)
+    boxes = case._boxes(cfg, torch.Generator().manual_seed(0))
+    assert boxes.shape == (case.BATCH, case.SEQ, 4)
+    assert (boxes[..., 0] <= boxes[..., 2]).all() and (boxes[..., 1] <= boxes[..., 3]).all()
+    assert boxes.min() >= 0 and boxes.max() < cfg.max_2d_position_embeddings

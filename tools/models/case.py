@@ -36,10 +36,19 @@ HEADS = (
     ("image_classification", "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES"),
     ("audio_classification", "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES"),
 )
+# Inputs that are already embedded: (batch, sequence, width); latents are (batch, width, frames).
+EMBEDDED = ("inputs_embeds", "query_embeds", "noise_embeds", "context_hidden_states", "latents")
 MAIN_INPUTS = ("input_ids", "pixel_values", "input_values", "input_features", "pixel_values_videos",
-               "past_values", "inputs")
+               "past_values", "inputs", "audio_mel", "states", *EMBEDDED)
+# Keypoint matchers take a pair of images per example: (batch, 2, channels, height, width).
+IMAGE_PAIRS = ("EfficientLoFTRConfig", "LightGlueConfig")
+# Offline-RL trajectories (Decision Transformer): per-step features and the config's width of each.
+TRAJECTORY = {"states": "state_dim", "actions": "act_dim", "rewards": None, "returns_to_go": None}
+# Masks whose True marks padding rather than valid positions (Gemma3n's audio encoder).
+PADDING_MASKS = ("audio_mel_mask",)
 # Vision towers of Qwen-VL-style models take flattened patches and each image's (t, h, w) grid.
 GRID = (1, 4, 4)
+GRIDS = ("grid_thw", "image_grid_thw")
 HEAD_INPUT = {"seq2seq_lm": ("input_ids", "input_features"), "causal_lm": ("input_ids",),
               "masked_lm": ("input_ids",), "sequence_classification": ("input_ids",),
               "image_classification": ("pixel_values",),
@@ -133,10 +142,41 @@ def _token_ids(cfg, shape, g):
     return allowed[torch.randint(0, len(allowed), shape, generator=g)]
 
 
+# The optional inputs of another modality that the second layout adds (text with images, images
+# with a text prompt, text with audio, text with layout boxes).
+COMPANIONS = ("input_ids", "pixel_values", "input_features", "bbox", "encoder_hidden_states")
+
+
+def _companions(cls, main):
+    params = _params(cls.forward)
+    return [n for n in COMPANIONS if n != main and n in params]
+
+
 def has_second_layout(cls) -> bool:
-    """Whether a second input layout exists: (batch, channels, samples) waveforms, or text with images."""
+    """Whether a second input layout exists: (batch, channels, samples) waveforms, or several modalities."""
     main = getattr(cls, "main_input_name", "input_ids")
-    return main == "input_values" or (main == "input_ids" and "pixel_values" in _params(cls.forward))
+    params = _params(cls.forward)
+    return "input_values" in params or any(n in params for n in GRIDS) or bool(_companions(cls, main))
+
+
+def _companion(name, cls, cfg, g):
+    if name == "bbox":
+        return _boxes(cfg, g)
+    if name == "encoder_hidden_states":  # what a cross-attending stack (Q-Former) attends to
+        width = int(_first(cfg, "encoder_hidden_size", "hidden_size", default=32))
+        return torch.randn(BATCH, SEQ, width, generator=g)
+    return _generate(name, cls, cfg, g)
+
+
+def _boxes(cfg, g):
+    """Layout boxes (x0, y0, x1, y1) per token, inside the 2-D position tables."""
+    top = int(_first(cfg, "max_2d_position_embeddings", default=1024)) - 1
+    # Two random points per token, sorted per coordinate: the box's low and high corners.
+    lo, hi = torch.randint(0, top + 1, (BATCH, SEQ, 2, 2), generator=g).sort(dim=2).values.unbind(2)
+    (x0, y0), (x1, y1) = lo.unbind(-1), hi.unbind(-1)
+    if _first(cfg, "dim_bbox", default=4) == 8:  # BROS: the four corners of the box
+        return torch.stack([x0, y0, x1, y0, x1, y1, x0, y1], -1)
+    return torch.stack([x0, y0, x1, y1], -1)
 
 
 def _generate(name, cls, cfg, g, layout=0):
@@ -145,7 +185,10 @@ def _generate(name, cls, cfg, g, layout=0):
     if name == "pixel_values":
         h, w = _size(_first(cfg, "image_size", "img_size", "input_size", default=32))
         c = _first(cfg, "num_channels", "in_channels", "in_chans", default=3)
-        frames = vars(cfg).get("num_frames")
+        # Video models: the second layout also reads a sub-config's frame count (X-CLIP's vision tower).
+        frames = vars(cfg).get("num_frames") if layout == 0 else _first(cfg, "num_frames")
+        if type(cfg).__name__ in IMAGE_PAIRS:
+            frames = 2
         if isinstance(frames, int):
             return torch.randn(BATCH, int(frames or 2), int(c), h, w, generator=g)  # video models
         return torch.randn(BATCH, int(c), h, w, generator=g)
@@ -157,6 +200,14 @@ def _generate(name, cls, cfg, g, layout=0):
             return torch.randn(BATCH, length, int(cfg.num_input_channels), generator=g)
         channels = int(_first(cfg, "input_size", default=1))
         return torch.randn(BATCH, length, channels, generator=g) if channels > 1 else torch.randn(BATCH, length, generator=g)
+    if name in TRAJECTORY:
+        return torch.randn(BATCH, SEQ, int(_first(cfg, TRAJECTORY[name], default=1)), generator=g)
+    if name in EMBEDDED:
+        width = int(_first(cfg, "hidden_size", "d_model", default=32))
+        shape = (BATCH, width, SEQ) if name == "latents" else (BATCH, SEQ, width)
+        return torch.randn(*shape, generator=g)
+    if name == "audio_mel":
+        return torch.randn(BATCH, 32, int(_first(cfg, "input_feat_size", "num_mel_bins", default=16)), generator=g)
     if name == "inputs":
         return torch.randn(BATCH, SEQ, int(_first(cfg, "d_model", "hidden_size", default=32)), generator=g)
     if name == "pixel_values_videos":
@@ -188,6 +239,83 @@ def _generate(name, cls, cfg, g, layout=0):
     return torch.randn(BATCH, 32, int(feat), generator=g)
 
 
+def _channels(cfg):
+    return int(_first(cfg, "in_channels", "num_channels", default=3))
+
+
+def _trajectory(x, params, cfg, g):
+    for name, width in TRAJECTORY.items():
+        if name in params:
+            x[name] = torch.randn(BATCH, SEQ, int(_first(cfg, width, default=1)) if width else 1, generator=g)
+    if "timesteps" in params:
+        x["timesteps"] = torch.arange(SEQ).repeat(BATCH, 1)
+    if "attention_mask" in params:
+        x["attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
+
+
+def _flat_patches(x, grid_name, required, cfg, g, layout):
+    """Qwen-VL-style vision towers: every image's patches flattened into rows, with its (t, h, w) grid.
+
+    Without a temporal_patch_size in the config, a patch spans two frames (Qwen's default) in the
+    first layout and one in the second.
+    """
+    patch = int(_first(cfg, "patch_size", default=14))
+    temporal = int(_first(cfg, "temporal_patch_size", default=2 if layout == 0 else 1))
+    if "merge_sizes" in required:
+        temporal = 1
+    grid = torch.tensor([GRID] * BATCH)
+    x[grid_name] = grid
+    patches = torch.randn(int(grid.prod(-1).sum()), _channels(cfg) * temporal * patch ** 2, generator=g)
+    x["pixel_values" if "pixel_values" in required else "hidden_states"] = patches
+    if "merge_sizes" in required:
+        x["merge_sizes"] = torch.full((BATCH,), int(_first(cfg, "spatial_merge_size", default=1)))
+
+
+def _patch_sequence(x, cfg, g):
+    """SigLIP2-style (NaFlex) vision inputs: patch rows, each image's patch grid and a patch mask."""
+    patch = int(_first(cfg, "patch_size", default=16))
+    h, w = GRID[1:]
+    x["pixel_values"] = torch.randn(BATCH, h * w, _channels(cfg) * patch ** 2, generator=g)
+    x["spatial_shapes"] = torch.tensor([[h, w]] * BATCH)
+    mask = torch.ones(BATCH, h * w, dtype=torch.long)
+    mask[1, -2:] = 0  # the second image padded by two patches
+    x["pixel_attention_mask"] = mask
+
+
+def _frames_of(value, cfg):
+    """The length of the time (or sequence) axis of a generated input."""
+    mels = _first(cfg, "num_mel_bins", "feature_size", default=None)
+    if value.dim() == 3 and isinstance(mels, int) and value.shape[1] == mels:
+        return value.shape[2]  # (batch, mel bins, frames)
+    return value.shape[1]
+
+
+def _required_extras(x, required, cfg, g):
+    """Required companions of the main input: a second text stream (Q-Former), a prompt image and
+    mask (SegGPT), a time series' frequency class, padding (all valid) and masks."""
+    if "qformer_input_ids" in required:
+        x["qformer_input_ids"] = _token_ids(cfg, (BATCH, SEQ), g)
+        x["qformer_attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
+    image = x.get("pixel_values")
+    if isinstance(image, torch.Tensor) and image.dim() == 4:
+        for name in ("prompt_pixel_values", "prompt_masks"):
+            if name in required:
+                x[name] = torch.randn(image.shape, generator=g)
+    if "freq" in required:
+        x["freq"] = torch.zeros(BATCH, dtype=torch.long)
+    for name in sorted(required - set(x)):
+        if name.endswith("_padding") and name[:-len("_padding")] in x:
+            x[name] = torch.zeros(x[name[:-len("_padding")]].shape[:2], dtype=torch.long)
+            continue
+        base = name[:-len("_mask")] if name.endswith("_mask") else None
+        if base in x and isinstance(x[base], torch.Tensor):
+            frames = _frames_of(x[base], cfg)
+            if name in PADDING_MASKS:
+                x[name] = torch.zeros(BATCH, frames, dtype=torch.bool)
+            else:
+                x[name] = torch.ones(BATCH, frames, dtype=torch.long)
+
+
 def make_inputs(model_type, head, cls, cfg, g, layout=0) -> dict:
     """Valid inputs for ``cls`` (with labels for a head); raises CaseUnsupported."""
     params = _params(cls.forward)
@@ -201,16 +329,20 @@ def make_inputs(model_type, head, cls, cfg, g, layout=0) -> dict:
     for name in MAIN_INPUTS:
         if name == main or (name in required and name in params):
             x[name] = _generate(name, cls, cfg, g, layout)
-    if layout == 1 and main == "input_ids" and "pixel_values" in params and "pixel_values" not in x:
-        # Dual encoders (CLIP-like) need both modalities; this layout is tried when text alone fails.
-        x["pixel_values"] = _generate("pixel_values", cls, cfg, g)
-    if "grid_thw" in required:
-        c = _first(cfg, "in_channels", "num_channels", default=3)
-        feat = int(c) * int(_first(cfg, "temporal_patch_size", default=2)) * int(_first(cfg, "patch_size", default=14)) ** 2
-        grid = torch.tensor([GRID] * BATCH)
-        x["grid_thw"] = grid
-        patches = torch.randn(int(grid.prod(-1).sum()), feat, generator=g)
-        x["pixel_values" if "pixel_values" in required else "hidden_states"] = patches
+    if layout == 1 and main != "input_values":
+        # Dual encoders (CLIP-like) and prompted models need both modalities; this layout is tried
+        # when the main input alone fails.
+        for name in _companions(cls, main):
+            if name not in x:
+                x[name] = _companion(name, cls, cfg, g)
+    if main in TRAJECTORY:
+        _trajectory(x, params, cfg, g)
+    grid_name = next((n for n in GRIDS if n in required), None)
+    if grid_name:
+        _flat_patches(x, grid_name, required, cfg, g, layout)
+    if "spatial_shapes" in params and "pixel_values" in x:
+        _patch_sequence(x, cfg, g)
+    _required_extras(x, required, cfg, g)
     if "past_values" in x:
         pv = x["past_values"]
         if "past_observed_mask" in params:

@@ -8,6 +8,9 @@ argument checks are evaluated, no memory is allocated and no arithmetic is done.
 does not reproduce (the default config trains on meta, or fails elsewhere, including meta-only
 failures such as data-dependent `.item()`) is charged to the harness (no_tiny_config), so doubt
 counts against the harness's skip share, never in its favour.
+
+The same test decides a failure at construction: the model's own when the default config's model
+fails to build the same way (default_build).
 """
 from __future__ import annotations
 
@@ -42,6 +45,16 @@ def default_step(model_type: str, head: str, cls, layout: int):
         loss = case_mod.loss_of(head, model(**x))
         loss.backward()
     except Exception as e:  # noqa: BLE001 - the caller compares it with the tiny case's failure
+        return e
+    return None
+
+
+def default_build(cls, model_type: str):
+    """Construction of ``cls`` at the default config on meta; the exception or None."""
+    try:
+        with torch.device("meta"):
+            cls._from_config(default_config(model_type))
+    except Exception as e:  # noqa: BLE001 - the caller compares it with the tiny build's failure
         return e
     return None
 

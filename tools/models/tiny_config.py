@@ -46,12 +46,14 @@ SMALL_DIMS = {"moe_intermediate_size": 32, "shared_expert_intermediate_size": 32
               "attention_window": 8, "block_size": 8, "chunk_size": 8,
               "vocab_size_per_layer_input": VOCAB, "hidden_size_per_layer_input": 16, "context_length": 16,
               "prediction_length": 4, "feature_projection_input_dim": 32}
+# Compound-scaling multipliers (EfficientNet) that widen and deepen every stage.
+SCALES = ("width_coefficient", "depth_coefficient", "width_multiplier", "depth_multiplier")
 IMAGE = {"image_size": 32, "patch_size": 4, "vision_image_size": 32, "crop_size": 32, "img_size": 32}
 NOISE = ("mask_time_prob", "mask_feature_prob", "router_jitter_noise", "label_noise_ratio", "box_noise_scale",
          "layerdrop", "encoder_layerdrop", "decoder_layerdrop", "drop_path_rate", "stochastic_depth_prob")
 # Random augmentations some models apply in train mode (DINOv3's RoPE coordinate jitter).
 AUGMENT = ("pos_embed_shift", "pos_embed_jitter", "pos_embed_rescale")
-LIST_LAYERS = ("blocks_per_stage", "depths", "num_layers_per_block", "encoder_depths", "decoder_depths", "block_repeats")
+LIST_LAYERS = ("blocks_per_stage", "depths", "num_block_repeats", "num_layers_per_block", "encoder_depths", "decoder_depths", "block_repeats")
 LIST_PER_LAYER = ("layer_types", "mlp_layer_types", "attn_layer_types", "block_types", "layers_block_type",
                   "hybrid_override_pattern")
 LIST_HIDDEN = ("embed_dim_per_stage", "hidden_sizes", "embed_dims", "neck_hidden_sizes", "dims", "embedding_dims", "channels")
@@ -72,6 +74,14 @@ def _children(cfg):
 def _get(cfg, name):
     # The instance's own attributes only: some configs raise on reading a per-layer value globally.
     return vars(cfg).get(name)
+
+
+def _read(cfg, name):
+    """An attribute through the config class's attribute map; None where a per-layer config refuses a global read."""
+    try:
+        return getattr(cfg, name, None)
+    except Exception:  # noqa: BLE001 - AmbiguousGlobalPerLayerAttributeError
+        return None
 
 
 def _set(cfg, name, value):
@@ -126,10 +136,19 @@ def _fix_consistency(cfg, head_is_rope=False):
         if isinstance(_get(cfg, "qk_head_dim"), int):
             _set(cfg, "qk_head_dim", rope_dim + nope_dim)
     rotary = _get(cfg, "rotary_dim")
-    width, n = getattr(cfg, "hidden_size", None), getattr(cfg, "num_attention_heads", None)  # attribute maps
+    width, n = _read(cfg, "hidden_size"), _read(cfg, "num_attention_heads")  # attribute maps
     head_dim = _get(cfg, "head_dim") or head_dim or (width // n if isinstance(width, int) and isinstance(n, int) and n else None)
     if isinstance(rotary, int) and isinstance(head_dim, int) and rotary > head_dim:
         _set(cfg, "rotary_dim", head_dim)  # the rotary part cannot exceed the shrunk head
+    if "num_experts_per_tok" in vars(cfg) and _get(cfg, "num_experts_per_tok") is None and isinstance(
+            _get(cfg, "n_routed_experts") or _get(cfg, "num_experts"), int):
+        _set(cfg, "num_experts_per_tok", SMALL_DIMS["num_experts_per_tok"])  # DeepSeek-V2 leaves it unset
+    kinds = _get(cfg, "layer_types")
+    if isinstance(kinds, list) and "sliding_attention" in kinds and "sliding_window" in vars(cfg) and _get(cfg, "sliding_window") is None:
+        _set(cfg, "sliding_window", SMALL_DIMS["sliding_window"])  # a kept sliding layer needs its window
+    languages = _get(cfg, "languages")
+    if "default_language" in vars(cfg) and _get(cfg, "default_language") is None and languages:
+        _set(cfg, "default_language", list(languages)[0])  # X-MOD's adapters need a language to route by
     if "vocab_size" in vars(cfg) and _get(cfg, "vocab_size") is None:
         _set(cfg, "vocab_size", VOCAB)
     expand = _get(cfg, "expand") or _get(cfg, "mamba_expand")
@@ -152,6 +171,8 @@ def _disable_dropout(cfg):
         elif isinstance(value, (list, tuple)) and value and all(isinstance(v, float) for v in value) and (
                 "drop" in low):
             _set(cfg, name, [0.0] * len(value))  # per-stage rates (CvT)
+    if _get(cfg, "token_dropout") is True:
+        _set(cfg, "token_dropout", False)  # ESM's masked-token rescaling, a train-mode augmentation
     if isinstance(_get(cfg, "num_denoising"), int):
         _set(cfg, "num_denoising", 0)
     for name in AUGMENT:
@@ -194,6 +215,22 @@ def _shrink_lists(cfg, layers):
             _set(cfg, name, value[:layers])
 
 
+def _fix_backbone_stages(cfg, layers_before):
+    """A ViT backbone (one stage per layer) keeps as many outputs as its released config, on the last layers."""
+    n, stages, out = _get(cfg, "num_hidden_layers"), _get(cfg, "stage_names"), _get(cfg, "_out_indices")
+    if not (isinstance(n, int) and isinstance(stages, list) and isinstance(out, list) and out):
+        return
+    if len(stages) != layers_before + 1 or max(out) <= n:
+        return  # stages are not layers (ResNet, Swin), or every output still exists
+    n = max(n, len(out))
+    _set(cfg, "num_hidden_layers", n)
+    _set(cfg, "stage_names", ["stem"] + [f"stage{i}" for i in range(1, n + 1)])
+    _set(cfg, "out_indices", list(range(n - len(out) + 1, n + 1)))
+    for name, value in list(vars(cfg).items()):
+        if name.endswith(("_indexes", "_indices")) and name != "_out_indices" and isinstance(value, list):
+            _set(cfg, name, [i for i in value if isinstance(i, int) and i < n])  # per-layer choices
+
+
 def _fix_layer_lists(cfg):
     # Lists indexed by layer must not exceed the new layer count.
     n = _get(cfg, "num_hidden_layers")
@@ -217,6 +254,10 @@ NOT_SIZES = ("vocab", "position", "max_", "image", "patch", "kernel", "window", 
              "frame", "stride", "bucket", "codebook", "num_", "label", "n_", "length", "segment", "crop")
 
 
+def _not_size(low: str, prefix_only=()) -> bool:
+    return any(k in low for k in NOT_SIZES if k not in prefix_only) or low.startswith(prefix_only)
+
+
 def _shrink_by_suffix(cfg):
     # Widths the named lists miss (per-model names such as emb_dim or expert_ffn_hidden_size):
     # model widths to 32, feed-forward widths to 64.
@@ -224,19 +265,84 @@ def _shrink_by_suffix(cfg):
         low = name.lower()
         if not (isinstance(value, int) and not isinstance(value, bool) and value > 64):
             continue
-        if not low.endswith(SIZE_SUFFIXES) or any(k in low for k in NOT_SIZES):
+        if not low.endswith(SIZE_SUFFIXES) or _not_size(low):
             continue
         wide = any(k in low for k in ("ffn", "intermediate", "inner", "mlp", "expert"))
         _set(cfg, name, 64 if wide else 32)
 
 
+WIDTH_WORDS = ("size", "sizes", "dim", "dims", "channels", "channel", "hidden", "width", "widths", "embd", "model")
+NOT_WIDTH_WORDS = ("head", "heads", "rope", "lora", "rank", "state", "ratio", "groups", "kv", "qk")
+MIN_TIED_WIDTH = 32
+
+
+def _is_width(name: str) -> bool:
+    low = name.lower()
+    words = low.split("_")
+    # "n_" marks a count only at the start of a name (n_heads, not encoder_hidden_dim).
+    return (name in HIDDEN or name in INTERMEDIATE or name in LIST_HIDDEN
+            or any(w in words or low.endswith(w) for w in WIDTH_WORDS)) and not (
+        _not_size(low, prefix_only=("n_",)) or any(w in words for w in NOT_WIDTH_WORDS))
+
+
+def _widths(cfg, path=()):
+    """(config path, attribute, index or None, value) of every width-like integer, lists element-wise."""
+    for name, value in vars(cfg).items():
+        if _is_config(value):
+            yield from _widths(value, path + (name,))
+        elif not _is_width(name):
+            continue
+        elif isinstance(value, int) and not isinstance(value, bool):
+            yield path, name, None, value
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            for i, v in enumerate(value):
+                yield path, name, i, v
+
+
+def _at(cfg, path):
+    for name in path:
+        cfg = vars(cfg)[name]
+    return cfg
+
+
+def tie_widths(default, cfg):
+    """Widths equal in the default config are made equal again in the shrunk one.
+
+    A model wires one width into several attributes, often across sub-configs (a DETR decoder's
+    input channels are its backbone's stage widths; an encoder width reappears as a projector's
+    input); the name-based shrinking sets each on its own. Every width whose default value was
+    shrunk anywhere takes the smallest value that default value was shrunk to.
+    """
+    old = {(p, n, i): v for p, n, i, v in _widths(default)}
+    new = {(p, n, i): v for p, n, i, v in _widths(cfg)}
+    target = {}
+    for key, was in old.items():
+        now = new.get(key)
+        # The fixed small sizes (SMALL_DIMS) are no model width: a coincidence, not a tie.
+        if isinstance(now, int) and was >= MIN_TIED_WIDTH and now < was and key[1] not in SMALL_DIMS:
+            target[was] = min(target.get(was, now), now)
+    for (path, name, i), was in old.items():
+        want = target.get(was)
+        if want is None or (path, name, i) not in new or new[(path, name, i)] <= want:
+            continue
+        owner = _at(cfg, path)
+        if i is None:
+            _set(owner, name, want)
+        else:
+            value = list(_get(owner, name))
+            value[i] = want
+            _set(owner, name, value)
+
+
 def shrink(cfg, rung: int):
-    """Shrinks ``cfg`` in place; rung 0 shrinks everything, 1 leaves lists and image sizes, 2 only layers."""
+    """Shrinks ``cfg`` in place; level 0 shrinks everything, 1 leaves lists and image sizes, 2 only layers."""
     _disable_dropout(cfg)
     head_is_rope = isinstance(_get(cfg, "head_dim"), int) and _get(cfg, "head_dim") == _get(cfg, "qk_rope_head_dim")
     layers = 2
+    layers_before = _get(cfg, "num_hidden_layers")
     for name in LAYERS:
         _shrink_int(cfg, name, layers)
+    _fix_backbone_stages(cfg, layers_before)
     if rung <= 1:
         heads_before = _get(cfg, "num_attention_heads")
         kv_before = _get(cfg, "num_key_value_heads")
@@ -252,6 +358,11 @@ def shrink(cfg, rung: int):
         for name, target in SMALL_DIMS.items():
             _shrink_int(cfg, name, target)
         _shrink_int(cfg, "vocab_size", VOCAB)
+        for name, value in list(vars(cfg).items()):
+            if name.endswith("_vocab"):  # hashed n-gram tables (BLT) sized like a vocabulary
+                _shrink_int(cfg, name, VOCAB)
+            elif name in SCALES and isinstance(value, float) and value > 1.0:
+                _set(cfg, name, 1.0)
         _fix_consistency(cfg, head_is_rope)
     if rung == 0:
         _shrink_by_suffix(cfg)
@@ -266,6 +377,10 @@ def shrink(cfg, rung: int):
         if isinstance(depths, list) and isinstance(window, int) and isinstance(patch, int) and "image_size" in vars(cfg):
             # Windowed attention (Swin): every stage's resolution a multiple of the window.
             _set(cfg, "image_size", patch * window * 2 ** (len(depths) - 1))
+    merge, patch = _get(cfg, "spatial_merge_size"), _get(cfg, "patch_size")
+    if all(isinstance(v, int) for v in (merge, patch, _get(cfg, "window_size"))):
+        # Qwen2.5-VL's attention windows are in pixels: two merged patches wide.
+        _set(cfg, "window_size", 2 * merge * patch)
     _fix_layer_lists(cfg)
     for _, child in _children(cfg):
         shrink(child, rung)
@@ -308,13 +423,63 @@ def _vocab(cfg):
     return None
 
 
+KEEP = object()  # an override that restores the default config's value
+# Per-config-class values the generic rules cannot derive (a callable takes the shrunk config).
+OVERRIDES = {
+    # The stem is hard-wired to 32 channels (the first block's in_channels) and the top batch norm
+    # to round_filters(1280), which hidden_dim must equal once width_coefficient is 1.
+    "EfficientNetConfig": {"in_channels": KEEP, "hidden_dim": 1280},
+    "AlignVisionConfig": {"in_channels": KEEP, "hidden_dim": 1280},
+    # Token embeddings are the concatenation of four coordinate and two shape embeddings.
+    "LayoutLMv3Config": {"coordinate_size": lambda c: c.hidden_size // 8, "shape_size": lambda c: c.hidden_size // 4},
+    # Six box-coordinate embeddings of hidden_size // 6 each must add up to the width.
+    "LiltConfig": {"hidden_size": 48},
+    # The vision tower's attention pooling has hidden_size // 64 heads, and the towers share a width.
+    "BridgeTowerConfig": {"hidden_size": 64},
+    "BridgeTowerTextConfig": {"hidden_size": 64},
+    "BridgeTowerVisionConfig": {"hidden_size": 64},
+    # Axial position embeddings factor the sequence length (the harness's 8 tokens) and split the width.
+    "ReformerConfig": {"axial_pos_shape": (2, 4), "axial_pos_embds_dim": lambda c: (c.hidden_size // 2,) * 2},
+    # The upsampling convolution is depthwise over the model width; the quantizer's codebooks
+    # have the width of its hidden projection.
+    "MimiConfig": {"upsample_groups": lambda c: c.hidden_size,
+                   "vector_quantization_hidden_dimension": lambda c: c.codebook_dim},
+}
+
+
+def _override(default, cfg, name, value):
+    if value is KEEP:
+        return _get(default, name)
+    return value(cfg) if callable(value) else value
+
+
+def _apply_overrides(default, cfg):
+    for name, value in OVERRIDES.get(type(cfg).__name__, {}).items():
+        _set(cfg, name, _override(default, cfg, name, value))
+    for name, child in _children(cfg):
+        _apply_overrides(vars(default)[name], child)
+
+
+def _fill_pad_ids(cfg, taken):
+    """An unset pad id where the model derives positions from it (ESM): the lowest free id."""
+    if "pad_token_id" in vars(cfg) and _get(cfg, "pad_token_id") is None and isinstance(_get(cfg, "vocab_size"), int):
+        _set(cfg, "pad_token_id", min(set(range(len(taken) + 1)) - taken))
+    for _, child in _children(cfg):
+        _fill_pad_ids(child, taken)
+
+
 def tiny_config(model_type: str, rung: int = 0):
     from transformers import AutoConfig
     cfg = AutoConfig.for_model(model_type)
     if "prediction_length" in vars(cfg) and cfg.prediction_length is None:
         # Time-series configs derive their context and feature sizes from it at construction.
         cfg = AutoConfig.for_model(model_type, prediction_length=4, context_length=8)
-    cfg = shrink(cfg, rung)
+    default = copy.deepcopy(cfg)
+    cfg = shrink(cfg, SHRINK_LEVEL[rung])
+    if rung == 1:
+        tie_widths(default, cfg)
+        _fill_pad_ids(cfg, special_ids(cfg))
+    _apply_overrides(default, cfg)
     vocab = _vocab(cfg)
     if vocab is not None and vocab <= VOCAB:
         mapping = {}
@@ -330,7 +495,11 @@ def tiny_config(model_type: str, rung: int = 0):
     return cfg
 
 
-RUNGS = (0, 1, 2)
+# Rungs, most aggressive first: 0 shrinks everything; 1 as 0 with the widths tied that the default
+# config ties (tie_widths) and an unset pad id filled; 2 leaves lists and image sizes; 3 shrinks
+# only layers. Rung 1 comes second so that the cases rung 0 already builds keep their configs.
+RUNGS = (0, 1, 2, 3)
+SHRINK_LEVEL = {0: 0, 1: 0, 2: 1, 3: 2}
 
 
 def describe(cfg) -> dict:

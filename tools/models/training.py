@@ -173,7 +173,7 @@ def prepare(model_type: str, report):
                 note("cpu_fail", rung, f"{cls.__name__}: {first_line(e)}")
                 break
             except Exception as e:  # noqa: BLE001
-                note("no_tiny_config", rung, f"{cls.__name__}: {first_line(e)} [{_where(e)}]")
+                note("no_tiny_config", rung, f"{cls.__name__}: {first_line(e)} [{_where(e)}]", (e, head, cls, None))
                 continue
             pristine = copy.deepcopy(model)
             report("cpu")
@@ -195,15 +195,21 @@ def prepare(model_type: str, report):
     _, _, index, status, message = max(best)
     record = {"status": status, "error": message}
     if -index in failures:
-        # The model's own failure only if the default config fails the same way (reproduce.py).
+        # The model's own failure only if the default config fails the same way (reproduce.py);
+        # a layout of None marks a failure at construction, checked by building the default model.
         exc, head, cls, layout = failures[-index]
         report("default")
-        other = reproduce.default_step(model_type, head, cls, layout)
+        built = layout is None
+        if built:
+            record["failed_at"] = "construction"
+        other = reproduce.default_build(cls, model_type) if built else reproduce.default_step(model_type, head, cls, layout)
         if reproduce.same_failure(exc, other, _where):
-            record["default_config"] = "same failure"
+            record["status"] = "cpu_fail"
+            record["default_config"] = "same failure at construction" if built else "same failure"
         else:
             record["status"] = "no_tiny_config"
-            record["default_config"] = "trains on meta" if other is None else f"{first_line(other)} [{_where(other)}]"
+            ok = "builds on meta" if built else "trains on meta"
+            record["default_config"] = ok if other is None else f"{first_line(other)} [{_where(other)}]"
     return None, record
 
 
