@@ -284,15 +284,20 @@ def _sdpa_mask(mask, lead, Sq, Sk):
     return _re(full, (mod, mq, Sk)), {"mask_div": div, "mask_mod": mod}
 
 
+def _with_mask(args, kw, mask, lead, Sq, Sk):
+    """The attention kernels' operands and keywords, with the mask operand appended when given."""
+    if mask is None:
+        return args, kw
+    m, mkw = _sdpa_mask(mask, lead, Sq, Sk)
+    return args + (m,), {**kw, **mkw}
+
+
 def sdpa(q, k, v, mask=None, is_causal=False, scale=None):
     shape = _shape(q)
     lead = shape[:-2]
     BH = int(np.prod(lead))
     args = (_re(q, (BH,) + shape[-2:]), _re(k, (BH,) + _shape(k)[-2:]), _re(v, (BH,) + _shape(v)[-2:]))
-    kw = {"causal": bool(is_causal), "scale": scale}
-    if mask is not None:
-        m, mkw = _sdpa_mask(mask, lead, shape[-2], _shape(k)[-2])
-        args, kw = args + (m,), {**kw, **mkw}
+    args, kw = _with_mask(args, {"causal": bool(is_causal), "scale": scale}, mask, lead, shape[-2], _shape(k)[-2])
     return KernelCall(K.sdpa_fwd, args, kw,
                       lambda o: (o[0].reshape(shape), o[1].reshape(*lead, shape[-2])))
 
@@ -304,10 +309,7 @@ def sdpa_backward(grad_out, q, k, v, out, lse, mask=None, is_causal=False, scale
     r3 = lambda t, s: _re(t, (BH,) + s[-2:])  # noqa: E731
     args = (r3(q, shape), r3(k, kshape), r3(v, kshape), r3(out, shape), r3(grad_out, shape),
             _re(lse, (BH, shape[-2], 1)))
-    kw = {"causal": bool(is_causal), "scale": scale}
-    if mask is not None:
-        m, mkw = _sdpa_mask(mask, lead, shape[-2], kshape[-2])
-        args, kw = args + (m,), {**kw, **mkw}
+    args, kw = _with_mask(args, {"causal": bool(is_causal), "scale": scale}, mask, lead, shape[-2], kshape[-2])
     return KernelCall(K.sdpa_bwd, args, kw,
                       lambda o: (o[0].reshape(shape), o[1].reshape(kshape), o[2].reshape(kshape)))
 

@@ -4,8 +4,10 @@
 torch.compile(model) for backend "neuron"."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -162,6 +164,33 @@ def test_second_process_hits_the_kernel_cache(tmp_path, monkeypatch):
     second = json.loads(r.stdout.split("STATS")[1])
     assert first["hits"] == 0 and first["misses"] >= 1
     assert second["hits"] == first["misses"] and second["misses"] == 0
+
+
+def test_cache_key_follows_the_generator_and_simulator_sources(tmp_path, monkeypatch):
+    """Entries hold latencies the ISA simulator computed for the generator's output, so editing
+    either package's source must change every key."""
+    import shutil
+    import sys
+    from torch_neuron.compile import cache
+
+    k = cache.key("opts", "trn2", ("chain",))
+    assert k == cache.key("opts", "trn2", ("chain",))
+    assert k != cache.key("opts", "trn1", ("chain",))
+    import neuron_sim.isa
+    copy = tmp_path / "neuron_sim"
+    shutil.copytree(pathlib.Path(neuron_sim.__file__).parent, copy)
+    with open(copy / "isa" / "timing.py", "a") as f:
+        f.write("\n# edited\n")
+    monkeypatch.setattr(sys.modules["neuron_sim.isa"], "__path__", [str(copy / "isa")])
+    monkeypatch.setattr(sys.modules["neuron_sim.isa"], "__spec__", importlib.util.spec_from_file_location(
+        "neuron_sim.isa", copy / "isa" / "__init__.py", submodule_search_locations=[str(copy / "isa")]))
+    cache.producers_digest.cache_clear()
+    try:
+        assert cache.key("opts", "trn2", ("chain",)) != k
+    finally:
+        monkeypatch.undo()
+        cache.producers_digest.cache_clear()
+    assert cache.key("opts", "trn2", ("chain",)) == k
 
 
 def test_plain_torch_compile_routes_neuron_graphs():

@@ -9,16 +9,33 @@ atomically.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import json
 import os
+import pathlib
 import tempfile
 
 CACHE_ENV = "TORCH_NEURON_COMPILE_CACHE_DIR"  # registered in torch_neuron.env
-# Bumped whenever the generator schedules chains differently: entries hold latencies and sources
-# (3: chains may start with a matmul; layer norm is decomposed into chains; 4: row vectors are
-# loaded once per kernel).
-FORMAT = 4
+
+# An entry holds a generated kernel's source and simulated latency, so it is valid only for the
+# code that produced both: the fusion generator, the tile language it emits, and the ISA
+# simulator's cost and timing model. Their sources are part of every key, so editing any of them
+# invalidates the cache without a hand-kept format number.
+_PRODUCERS = ("neuron_kernels.fusion", "neuron_kernels.language", "neuron_sim.isa")
+
+
+@functools.lru_cache(maxsize=1)
+def producers_digest() -> str:
+    h = hashlib.sha256()
+    for name in _PRODUCERS:
+        spec = importlib.util.find_spec(name)
+        for root in spec.submodule_search_locations or ():
+            for path in sorted(pathlib.Path(root).rglob("*.py")):
+                h.update(path.relative_to(root).as_posix().encode())
+                h.update(path.read_bytes())
+    return h.hexdigest()
 
 
 def directory() -> str:
@@ -27,7 +44,7 @@ def directory() -> str:
 
 
 def key(options_key: str, profile: str, chain) -> str:
-    return hashlib.sha256(f"{FORMAT}|{options_key}|{profile}|{chain!r}".encode()).hexdigest()
+    return hashlib.sha256(f"{producers_digest()}|{options_key}|{profile}|{chain!r}".encode()).hexdigest()
 
 
 def load(k: str) -> dict | None:
