@@ -203,9 +203,13 @@ def test_tensor_parallel_two_ranks_match_one_rank(titan: Titan, seed_checkpoint:
     _assert_same_losses(one_rank.losses(), run.losses(), "TP=2 on 2 ranks", run)
 
 
+NATIVE_SHARE_TARGET = 0.90
+
+
 def test_training_step_fallback_ops_are_the_recorded_ones(titan: Titan):
     """A 2-rank FSDP2 step with torchtitan's defaults (bf16 mixed precision): the ops that run
-    on the host are exactly those listed, with a reason each, in torchtitan/fallback_ops.json."""
+    on the host are exactly those listed, with a reason each, in torchtitan/fallback_ops.json, and
+    at least 90% of the step's op executions run natively on each rank."""
     report_dir = os.path.join(titan.root, "op_report")
     run = titan.run(2, titan.args("ops", 2, steps=3) + ["--op-report", report_dir],
                     entry=[os.path.join(HERE, "torchtitan", "step_op_report.py")])
@@ -217,6 +221,13 @@ def test_training_step_fallback_ops_are_the_recorded_ones(titan: Titan):
             report = json.load(f)
         native = {op for op, n in report["executed_ops"].items() if n["native"]}
         assert "aten::mm" in native, f"rank {rank}: matmuls did not run natively: {report['executed_ops']}"
+        n_native = sum(n["native"] for n in report["executed_ops"].values())
+        n_host = sum(n["fallback"] for n in report["executed_ops"].values())
+        share = n_native / (n_native + n_host)
+        print(f"rank {rank}: native share {share:.3f} ({n_native} native, {n_host} host)")
+        assert share >= NATIVE_SHARE_TARGET, (
+            f"rank {rank}: {share:.3f} of a training step's op executions run natively "
+            f"({n_native} native, {n_host} host), below {NATIVE_SHARE_TARGET}: {report['fallback_ops']}")
         seen = set(report["fallback_ops"])
         new, gone = sorted(seen - set(expected)), sorted(set(expected) - seen)
         assert not new and not gone, (

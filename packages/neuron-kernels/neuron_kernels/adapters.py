@@ -379,6 +379,15 @@ def cat(*parts, dim=0):
     return KernelCall(K.cat, views, {}, lambda o: o.reshape(out_shape))
 
 
+def triangle(x, diagonal=0, upper=False):
+    """torch.tril / torch.triu: the last two dims are the matrices, the leading ones stacked."""
+    shape = _shape(x)
+    R, C = shape[-2:]
+    B = int(np.prod(shape[:-2]))
+    return KernelCall(K.triangle, (_re(x, (B * R, C)),), {"rows": R, "diagonal": int(diagonal), "upper": bool(upper)},
+                      lambda o: o.reshape(shape))
+
+
 def fill(shape=(), value=0.0, out_dtype="float32", high=None):
     if high is None:
         v = _flat2d(tuple(shape))

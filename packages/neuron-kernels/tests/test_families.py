@@ -147,6 +147,17 @@ def test_cat_any_dim_and_64_bit_words(dim):
     np.testing.assert_array_equal(got.reshape(-1).view(np.int64).reshape(want.shape), want)
 
 
+@pytest.mark.parametrize("shape", [(130, 70), (3, 200, 150), (2, 5, 2100), (1, 1)], ids=str)
+def test_triangle_keeps_copies_zeroes_and_selects_blocks(shape):
+    """Blocks wholly kept (DMA), wholly dropped (zero stores) and crossed by the diagonal (select)."""
+    x = r.standard_normal(shape).astype(np.float32)
+    mats = x.reshape(-1, *shape[-2:])
+    for k in (-3, 0, 2, 2050, -2050):
+        for op, ref in (("aten::tril", np.tril), ("aten::triu", np.triu)):
+            got = lookup(op, "float32").run(x, diagonal=k, upper=op.endswith("triu"))
+            np.testing.assert_array_equal(got, np.stack([ref(m, k) for m in mats]).reshape(shape))
+
+
 def test_fill_and_arange():
     f = lookup("aten::fill_.Scalar", "float32").run(shape=(130, 70), value=-3.25, out_dtype="float32")
     assert f.shape == (130, 70) and (f == -3.25).all()

@@ -119,7 +119,7 @@ def test_every_table_entry_has_a_case_and_the_table_is_consistent():
     assert len(names) == len(set(names))
     # the generated families are checked in test_families.py
     families = {e.aten for e in neuron_kernels.table().values()
-                if e.adapter in ("pointwise", "foreach", "norms", "cat", "fill", "arange", "nll_loss",
+                if e.adapter in ("pointwise", "foreach", "norms", "cat", "fill", "arange", "triangle", "nll_loss",
                                  "nll_loss_backward", "softmax_backward", "log_softmax_backward",
                                  "embedding_backward") or e.columns.get("binder") in ("index_select", "reduction")}
     assert set(names) == set(CASES) | (families - set(CASES))

@@ -216,6 +216,38 @@ def test_foreach_family_is_one_launch_per_list(op, dtype, shape, numerics):
     _check_native(op, str(dtype)[6:])
 
 
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("src_dtype,dtype", [(torch.float32, torch.float32), (torch.bfloat16, torch.bfloat16),
+                                             (torch.float32, torch.bfloat16), (torch.float16, torch.float32)], ids=str)
+def test_foreach_copy_is_one_launch_and_converts_to_each_destination(src_dtype, dtype, shape, numerics):
+    src = _lists(shape, src_dtype, 1)[0]
+    dst = [torch.full(t.shape, 7.0, dtype=dtype) for t in src]
+    want = [d.clone().copy_(s) for d, s in zip(dst, src)]
+    got = [d.to(DEV) for d in dst]
+    # FSDP2's copy-in writes into views of one flat buffer: destinations may be strided views
+    flat = torch.zeros(sum(t.numel() for t in src) + 9, dtype=dtype, device=DEV)
+    views, at = [], 3
+    for t in src:
+        views.append(flat[at:at + t.numel()].view(t.shape))
+        at += t.numel()
+    torch_neuron.clear_device_numerics_stats()
+    torch._foreach_copy_(got, [t.to(DEV) for t in src])
+    torch._foreach_copy_(views, [t.to(DEV) for t in src])
+    for g, v, w in zip(got, views, want):
+        assert torch.equal(g.cpu(), w) and torch.equal(v.cpu(), w)
+    assert torch.equal(flat[:3].cpu(), torch.zeros(3, dtype=dtype)) and flat[at:].cpu().eq(0).all()
+    assert torch_neuron.device_numerics_stats().get(("aten::_foreach_copy_", str(dtype)[6:])) == 2
+    _check_native("aten::_foreach_copy_", str(dtype)[6:])
+
+
+def test_foreach_copy_from_the_host_is_a_transfer_not_a_kernel(numerics):
+    src = [torch.randn(5, 3), torch.randn(4)]
+    dst = [torch.zeros(5, 3, device=DEV), torch.zeros(4, device=DEV)]
+    torch._foreach_copy_(dst, src)
+    assert all(torch.equal(d.cpu(), s) for d, s in zip(dst, src))
+    assert ("aten::_foreach_copy_", "float32") not in torch_neuron.device_numerics_stats()
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_default_adamw_and_clip_grad_norm_run_native(dtype, numerics):
     torch.manual_seed(0)
@@ -275,6 +307,7 @@ OTHER = {
         lambda g: torch.ops.aten.embedding_dense_backward(
             g, torch.arange(g[..., 0].numel(), device=g.device).reshape(g.shape[:-1]) % 37, 40, 2, False), "f"),
     "aten::max": (lambda a: a.max(), "f"), "aten::min": (lambda a: a.min(), "f"),
+    "aten::tril": (lambda a: torch.tril(a, -1), "f"), "aten::triu": (lambda a: torch.triu(a, 3), "f"),
 }
 
 
@@ -291,6 +324,24 @@ def test_movement_losses_and_backwards(op, dtype, shape, numerics):
     got = fn(*[t.to(DEV) for t in inputs])
     _close(got, want, dtype)
     _check_native(op, str(dtype)[6:])
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int16, torch.bfloat16], ids=str)
+def test_tril_triu_of_stacked_masks_in_place_and_out(dtype, numerics):
+    """Causal masks as models build them (torch.ones(..., dtype=bool).tril()), stacked matrices,
+    diagonals past either corner, and the in-place and out= forms."""
+    g = torch.Generator().manual_seed(5)
+    a = torch.randint(-3, 4, (2, 3, 130, 70), generator=g).to(dtype)
+    for k in (0, 1, -2, 80, -200):
+        for fn in (torch.tril, torch.triu):
+            assert torch.equal(fn(a.to(DEV), k).cpu(), fn(a, k)), (fn.__name__, k)
+    m = torch.ones(130, 130, dtype=dtype, device=DEV).tril_()
+    assert torch.equal(m.cpu(), torch.ones(130, 130, dtype=dtype).tril())
+    out = torch.empty(2, 3, 130, 70, dtype=dtype, device=DEV)
+    torch.triu(a.to(DEV), -1, out=out)
+    assert torch.equal(out.cpu(), torch.triu(a, -1))
+    for op in ("aten::tril", "aten::triu"):
+        _check_native(op, str(dtype)[6:])
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool, torch.float64, torch.uint8], ids=str)

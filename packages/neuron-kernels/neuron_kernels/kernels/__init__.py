@@ -6,7 +6,7 @@ from .elementwise import activation_backward, binary, binary_scalar, unary
 from .cross_entropy import cross_entropy
 from .embedding import embedding, embedding_backward
 from .loss import nll_loss, nll_loss_backward
-from .movement import arange, cat, fill
+from .movement import arange, cat, fill, triangle
 from .pointwise import norms, pointwise
 from .matmul import bmm, linear, matmul
 from .norm import layer_norm, norm_backward, rms_norm
@@ -17,4 +17,4 @@ from .softmax import log_softmax, softmax, softmax_backward
 __all__ = ["sdpa_bwd", "sdpa_fwd", "activation_backward", "binary", "binary_scalar", "unary", "cross_entropy", "embedding",
            "bmm", "linear", "matmul", "layer_norm", "norm_backward", "rms_norm", "adamw", "reduce", "log_softmax",
            "softmax", "softmax_backward", "embedding_backward", "nll_loss", "nll_loss_backward", "arange",
-           "cat", "fill", "norms", "pointwise"]
+           "cat", "fill", "norms", "pointwise", "triangle"]

@@ -74,3 +74,39 @@ def arange(shape=(1, 1), start=0.0, step=1.0, words=False, out_dtype="float32"):
                 t = nl.iota((rs, cs), out_dtype, base=base, partition_step=step * C, free_step=step)
                 nl.store(out[r0:r0 + rs, c0:c0 + cs], t)
     return out
+
+
+@nl.jit
+def triangle(x, rows=1, diagonal=0, upper=False, out_dtype=None):
+    """torch.tril / torch.triu of a stack of (rows, C) matrices viewed as (B * rows, C): element
+    (r, c) is kept when c - r <= diagonal (lower) or c - r >= diagonal (upper), else 0.
+
+    Blocks wholly inside the kept triangle are HBM-to-HBM DMAs and blocks wholly outside it are
+    stores of a zero tile; only blocks the diagonal crosses are loaded and selected on VectorE
+    against a GpSimd iota of c - r."""
+    N, C = x.shape
+    R = rows
+    B = N // R
+    dt = out_dtype or x.dtype
+    out = nl.ndarray((N, C), dt, buffer=nl.shared_hbm)
+    zero = None
+    for r0, rs in row_blocks(R):
+        for c0, cs in row_blocks(C, FCHUNK):
+            lo, hi = c0 - (r0 + rs - 1) - diagonal, c0 + cs - 1 - r0 - diagonal   # range of c - r - diagonal
+            keep_all, drop_all = (lo >= 0, hi < 0) if upper else (hi <= 0, lo > 0)
+            if drop_all and zero is None:
+                zero = nl.full((min(R, 128), min(C, FCHUNK)), 0.0, dt)
+            keep = None
+            if not keep_all and not drop_all:
+                d = nl.iota((rs, cs), "float32", base=c0 - r0 - diagonal, partition_step=-1, free_step=1)
+                keep = nl.greater_equal(d, 0.0) if upper else nl.less_equal(d, 0.0)
+            for b in nl.affine_range(B):
+                at = b * R + r0
+                dst = out[at:at + rs, c0:c0 + cs]
+                if keep_all:
+                    nl.isa.dma_copy(dst, x[at:at + rs, c0:c0 + cs], queue=f"tri{b % 16}")
+                elif drop_all:
+                    nl.store(dst, zero[:rs, :cs])
+                else:
+                    nl.store(dst, nl.where(keep, nl.load(x[at:at + rs, c0:c0 + cs]), 0.0, dtype=dt))
+    return out

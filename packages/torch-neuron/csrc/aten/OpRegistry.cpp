@@ -18,7 +18,9 @@ thread_local std::unordered_map<const void*, OpInfo*> t_by_schema;
 // (set_cost_class); from the schema come views, out= arguments and the matrix operand.
 void classify(OpInfo& info, const c10::FunctionSchema* schema) {
   const std::string base = info.name.substr(0, info.name.find('.'));
-  info.accepts_cpu_tensors = base.find("index") != std::string::npos;
+  // Index operands may live on the host (as CUDA allows), and _foreach_copy_ copies between
+  // devices entry by entry, as copy_ does.
+  info.accepts_cpu_tensors = base.find("index") != std::string::npos || base == "aten::_foreach_copy_";
   if (schema) {
     const auto& rets = schema->returns();
     bool all_alias = !rets.empty();

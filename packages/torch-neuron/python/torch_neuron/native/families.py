@@ -250,6 +250,29 @@ def _foreach(c: Call):
     return [Launch(tuple(tensors), attrs, _foreach_targets(c, n))]
 
 
+def _foreach_copy(c: Call):
+    """``self[i].copy_(src[i])`` for a whole list as one launch: each source entry read, converted
+    to its destination's dtype and written into it (FSDP2's all-gather copy-in)."""
+    dst, src = list(c["self"]), list(c["src"])
+    if len(dst) != len(src):
+        raise NotCovered("self and src lists of different lengths")
+    for i, (d, s) in enumerate(zip(dst, src)):
+        if not isinstance(s, torch.Tensor) or s.device != d.device:
+            raise NotCovered(f"src[{i}] is not a tensor on {d.device} (a copy between devices)")
+        _check_operand(s, f"src[{i}]")
+        _check_operand(d, f"self[{i}]")
+        if s.shape != d.shape:
+            raise NotCovered(f"src[{i}] has shape {tuple(s.shape)}, self[{i}] {tuple(d.shape)} (a broadcasting copy)")
+        if s.numel() == 0:
+            raise NotCovered(f"src[{i}] is empty")
+        if d.dtype != dst[0].dtype:
+            raise NotCovered("destinations of different dtypes (one launch writes one dtype)")
+        if s.dtype != src[0].dtype:
+            raise NotCovered("sources of different dtypes (one launch reads one dtype)")
+    attrs = {"expr": ("x", 0), "arity": 1, "shared": 0, "scalars": (), "out_dtype": isa_result(dst[0].dtype)}
+    return [Launch(tuple(src), attrs, _foreach_targets(c, len(dst)))]
+
+
 def _foreach_norm(c: Call):
     ts = list(c["self"])
     if c.a.get("dtype") is not None:
@@ -364,6 +387,16 @@ def _bind_arange(c: Call):
     return [Launch((), {"n": n, "start": start, "step": step, "out_dtype": isa_result(out.dtype)}, (target,))]
 
 
+def _bind_triangle(c: Call):
+    x = c.tensor("self")
+    _check_operand(x, "self")
+    if x.dim() < 2:
+        raise NotCovered(f"'self' is {x.dim()}-D; tril/triu take matrices")
+    if x.numel() == 0:
+        raise NotCovered("'self' is empty")
+    return [c.launch((x,), {"diagonal": int(c["diagonal"]), "upper": c.kind.startswith("triu")})]
+
+
 def _index(c, name="index"):
     idx = c[name]
     if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.int64, torch.int32):
@@ -444,9 +477,11 @@ FAMILY_BINDERS = {
     "pointwise": _pointwise,
     "foreach": _foreach,
     "foreach_norm": _foreach_norm,
+    "foreach_copy": _foreach_copy,
     "vector_norm": _vector_norm,
     "cat": _bind_cat,
     "fill": _bind_fill,
+    "triangle": _bind_triangle,
     "arange": _bind_arange,
     "index_select": _bind_index_select,
     "nll_loss": _bind_nll_loss,
