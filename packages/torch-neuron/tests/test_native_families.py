@@ -344,6 +344,35 @@ def test_tril_triu_of_stacked_masks_in_place_and_out(dtype, numerics):
         _check_native(op, str(dtype)[6:])
 
 
+def _device_ms(fn):
+    start, end = torch.neuron.Event(enable_timing=True), torch.neuron.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
+def test_fill_of_a_ragged_count_uses_every_partition():
+    """A fill of n elements, n not a multiple of 128, costs about what the aligned fill next to it
+    does (a body over 128 partitions and a short tail), not a store from a single partition."""
+    n = 2 ** 20
+    aligned = _device_ms(lambda: torch.empty(n, device=DEV).fill_(1.0))
+    ragged = _device_ms(lambda: torch.empty(n + 5, device=DEV).fill_(1.0))
+    assert ragged < 1.5 * aligned, (ragged, aligned)
+    big = torch.ones(2 ** 24 + 3, dtype=torch.int8, device=DEV)
+    assert big[-3:].cpu().eq(1).all() and big[:5].cpu().eq(1).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int8], ids=str)
+def test_fill_of_a_ragged_count_in_device_numerics(dtype, numerics):
+    for shape in ((128 * 128 + 5,), (3, 2 ** 16 + 77)):
+        torch_neuron.clear_device_numerics_stats()
+        x = torch.empty(shape, dtype=dtype, device=DEV).fill_(-3)
+        assert x.cpu().eq(-3).all()
+        assert torch_neuron.device_numerics_stats()[("aten::fill_.Scalar", str(dtype)[6:])] == 2  # body, tail
+
+
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool, torch.float64, torch.uint8], ids=str)
 def test_data_movement_of_every_width_is_bit_exact(dtype, numerics):
     g = torch.Generator().manual_seed(3)

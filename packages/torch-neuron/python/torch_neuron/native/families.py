@@ -361,8 +361,16 @@ def _bind_fill(c: Call):
     if t.element_size() == 8:
         return [Launch((), {"shape": AsWords.shape_of(t), **_fill_words(v, t.dtype), "out_dtype": "int32"},
                        (target,))]
-    return [Launch((), {"shape": tuple(t.shape), "value": v if isinstance(v, Deferred) else float(v),
-                        "out_dtype": isa_result(t.dtype)}, (target,))]
+    attrs = {"value": v if isinstance(v, Deferred) else float(v), "out_dtype": isa_result(t.dtype)}
+    n = t.numel()
+    if n % 128 and n > 128 * 128 and t.is_contiguous():
+        # A ragged count has no 128-row view: the body fills all 128 partitions, the tail is one
+        # short row (a single-row view would store the whole tensor from one partition).
+        body = n - n % 128
+        flat = target.view(-1) if target is not None else None
+        return [Launch((), {"shape": (body,), **attrs}, (None if flat is None else flat[:body],)),
+                Launch((), {"shape": (n - body,), **attrs}, (None if flat is None else flat[body:],))]
+    return [Launch((), {"shape": tuple(t.shape), **attrs}, (target,))]
 
 
 def _bind_arange(c: Call):
