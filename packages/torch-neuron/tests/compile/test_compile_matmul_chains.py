@@ -88,3 +88,43 @@ def test_device_numerics_compute_matmul_chains(dtype, approximate):
         scale = g_r[n].abs().max().item()
         torch.testing.assert_close(g_c[n].cpu().double() / scale, g_r[n] / scale, **tol,
                                    msg=lambda m, n=n: f"{n}: {m}")
+
+
+class ResidualNorm(nn.Module):
+    def __init__(self, k, n):
+        super().__init__()
+        self.lin, self.ln = nn.Linear(k, n), nn.LayerNorm(n)
+
+    def forward(self, h, res):
+        return self.ln(self.lin(h) + res)
+
+
+def _device_ms(fn, *args):
+    start, end = torch.neuron.Event(enable_timing=True), torch.neuron.Event(enable_timing=True)
+    start.record()
+    out = fn(*args)
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end), out
+
+
+def test_a_matmul_too_large_to_fuse_keeps_its_epilogue_fused():
+    """BERT's FFN output (3072 -> 768, residual, layer norm): the matmul's weights do not stay
+    resident in SBUF, so the chain cannot be one kernel. The matmul runs as its library kernel
+    and the residual add and the decomposed layer norm stay one fused epilogue, never the
+    decomposition's ops one launch each; the compiled graph is faster than eager."""
+    torch.manual_seed(0)
+    m = ResidualNorm(3072, 768).to(DEV).eval()
+    h, res = torch.randn(2048, 3072, device=DEV), torch.randn(2048, 768, device=DEV)
+    torch_neuron.clear_compile_stats()
+    with torch.inference_mode():
+        c = torch.compile(m, backend="neuron")
+        c(h, res)
+        eager_ms, want = _device_ms(m, h, res)
+        compiled_ms, got = _device_ms(c, h, res)
+    torch.testing.assert_close(got.cpu(), want.cpu(), rtol=1e-4, atol=1e-4)
+    s = torch_neuron.compile_stats()
+    assert [k["ops"].split(" > ")[:3] for k in s["fused_kernels"]] == [["add", "mean", "subtract"]], s["fused_kernels"]
+    (u,) = s["unfused_chains"]
+    assert "the matmul's kernel and a fused epilogue take" in u["reason"], u
+    assert compiled_ms < eager_ms, (compiled_ms, eager_ms)

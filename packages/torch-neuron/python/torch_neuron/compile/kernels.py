@@ -90,6 +90,26 @@ def library_entry(node: fx.Node) -> tuple[str, str | None]:
     return ("kernel" if entry.columns.get("binder") in LIBRARY_KINDS else "eager"), None
 
 
+def eager_kernel_ns(node: fx.Node, profile: str) -> float | None:
+    """The simulated schedule of the op-table kernel that runs ``node`` in eager mode (launch
+    overhead not included), or None when eager would not run it as a table kernel."""
+    target = node.target
+    if not isinstance(target, torch._ops.OpOverload):
+        return None
+    name = f"{target._schema.name}" + (f".{target._schema.overload_name}" if target._schema.overload_name else "")
+    entry = _entries().get(name)
+    val = node.meta.get("val")
+    if entry is None or not isinstance(val, torch.Tensor):
+        return None
+    from ..native import estimate
+    saved, estimate.profile = estimate.profile, profile
+    try:
+        r = estimate.estimate(name, entry.aten, table_name(val.dtype), _schema_args(node))
+    finally:
+        estimate.profile = saved
+    return None if isinstance(r, float) else float(r[0])
+
+
 def host_alias(t: torch.Tensor) -> torch.Tensor:
     """A CPU tensor over ``t``'s device bytes (same sizes, strides and offset; no copy)."""
     if t.device.type != "neuron":

@@ -25,6 +25,7 @@ class CompileOptions:
     fusion: bool = True            # pointwise/reduction chains become one generated tile kernel each
     partitioner: str = "min_cut"   # "min_cut" (recompute cheap ops in backward) or "default" (save all)
     min_chain: int = 2             # fewest fused ops worth a generated kernel (one op runs as its eager kernel)
+    profitability: bool = True     # keep a chain eager (or its matmul unfused) when the eager kernels are faster
     cache: bool = True             # generated kernels cached on disk (TORCH_NEURON_COMPILE_CACHE_DIR)
     dump_dir: str = ""             # non-empty: write each pass's output there (graphs, chains, kernel source)
     freeze_parameters: bool = True  # inference graphs: parameter-only work runs once per parameter version (freeze)

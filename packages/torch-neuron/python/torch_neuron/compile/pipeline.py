@@ -19,7 +19,7 @@ from typing import Callable
 import torch
 import torch.fx as fx
 
-from . import chains, lowering, stats
+from . import chains, kernels, lowering, stats
 from .kernels import FusedKernel, library_entry
 from .options import CompileOptions
 
@@ -108,24 +108,89 @@ def fuse(lw: Lowering, args=None) -> Lowering:
     return dataclasses.replace(lw, groups=tuple(chains.find_groups(lw.gm, lw.options.min_chain)))
 
 
-def generate(lw: Lowering, args=None) -> Lowering:
-    kernels = []
-    for g in lw.groups:
-        try:
-            chain, inputs, outputs, eager_bytes = lowering.chain_of(g)
-            name = lowering.group_name(len(stats.get()["fused_kernels"]), chain)
-            info = lowering.build_kernel(name, chain, lw.options, lw.profile)
-        except Exception as e:  # noqa: BLE001 - the chain's nodes run as eager ops; the reason is reported
-            stats.unfused({"graph": lw.name, "nodes": [n.name for n in g.nodes], "reason": f"{type(e).__name__}: {e}"})
+def _build(lw: Lowering, g: chains.Group):
+    """(the group's generated kernel, None) or (None, why it cannot be generated)."""
+    try:
+        chain, inputs, outputs, eager_bytes = lowering.chain_of(g)
+        name = lowering.group_name(len(stats.get()["fused_kernels"]) + len(stats.get()["unfused_chains"]), chain)
+        info = lowering.build_kernel(name, chain, lw.options, lw.profile)
+    except Exception as e:  # noqa: BLE001 - the chain's nodes run as eager ops; the reason is reported
+        return None, f"{type(e).__name__}: {e}"
+    ref = lowering.reference_graph(g, inputs, outputs)
+    return FusedKernel(name, chain, ref, inputs, outputs, {**info, "eager_bytes": eager_bytes},
+                       lowering.program_factory(chain, name, lw.profile)), None
+
+
+def _eager_ns(nodes, profile: str, overhead: float) -> float | None:
+    """What ``nodes`` cost as eager launches (each kernel's schedule plus the launch overhead);
+    None when one of them has no table kernel (eager would run it on the host, or as a runtime
+    op this model does not cost): fusing it is then taken as the better choice."""
+    total = 0.0
+    for n in nodes:
+        if n.target in chains.VIEWS:
             continue
-        ref = lowering.reference_graph(g, inputs, outputs)
-        k = FusedKernel(name, chain, ref, inputs, outputs, {**info, "eager_bytes": eager_bytes},
-                        lowering.program_factory(chain, name, lw.profile))
-        kernels.append((g.gid, k))
-        stats.fused({"name": name, "graph": lw.name, "ops": chain.describe(),
-                     "aten": [str(n.target) for n in g.nodes], "rows": chain.rows, "cols": chain.cols,
-                     "latency_ns": info["latency_ns"], "hbm_bytes": info["dma_bytes"], "eager_hbm_bytes": eager_bytes})
-    return dataclasses.replace(lw, kernels=tuple(kernels))
+        ns = kernels.eager_kernel_ns(n, profile)
+        if ns is None:
+            return None
+        total += ns + overhead
+    return total
+
+
+def _epilogue(g: chains.Group, min_chain: int) -> chains.Group | None:
+    """The nodes after a chain's leading matmul as their own chain (the matmul then runs as its
+    library kernel and writes its result to HBM), or None when too few remain."""
+    rest = list(g.nodes[1:])
+    while rest and rest[0].target in chains.VIEWS and rest[0].args[0] is g.nodes[0]:
+        rest.pop(0)
+    if sum(n.target not in chains.VIEWS for n in rest) < min_chain or any(n.target in chains.VIEWS for n in rest[:1]):
+        return None
+    return chains.Group(g.gid, g.rows, g.cols, rest, contract=0)
+
+
+def generate(lw: Lowering, args=None) -> Lowering:
+    """One generated kernel per chain, where it beats the eager kernels it replaces.
+
+    A kernel's cost is its simulated schedule plus one launch overhead; the eager alternative
+    pays each op's library kernel schedule plus an overhead per launch. A chain started by a
+    matmul is also tried as the matmul's own kernel followed by the fused epilogue. The cheapest
+    of the three is lowered; a chain left eager is reported with both figures."""
+    from neuron_sim.device import profile_properties
+
+    overhead = float(profile_properties(lw.profile).launch_overhead_ns)
+    found, groups = [], []
+    for g in lw.groups:
+        k, why = _build(lw, g)
+        choice = [] if k is None else [(k.latency_ns + overhead, g, k)]
+        # A matmul-led chain as the matmul's library kernel and a fused epilogue: the fallback
+        # when the whole chain does not fit the engines, and a candidate when it does.
+        epi = _epilogue(g, lw.options.min_chain) if g.contract else None
+        mm = _eager_ns(g.nodes[:1], lw.profile, overhead) if epi is not None else None
+        if mm is not None and (k is None or mm < k.latency_ns + overhead):
+            ke, _ = _build(lw, epi)
+            if ke is not None:
+                choice.append((mm + ke.latency_ns + overhead, epi, ke))
+        eager = _eager_ns(g.nodes, lw.profile, overhead) if lw.options.profitability or not choice else None
+        if eager is not None:
+            choice.append((eager, None, None))
+        if not choice:
+            stats.unfused({"graph": lw.name, "nodes": [n.name for n in g.nodes], "reason": why})
+            continue
+        cost, chosen, kern = min(choice, key=lambda c: c[0])
+        if chosen is not g:
+            head = why if k is None else (f"not profitable: the fused kernel takes {k.latency_ns + overhead:.0f} ns "
+                                          "with its launch")
+            tail = ("the eager kernels take" if chosen is None else
+                    "the matmul's kernel and a fused epilogue take") + f" {cost:.0f} ns"
+            stats.unfused({"graph": lw.name, "nodes": [n.name for n in g.nodes], "reason": f"{head}; {tail}"})
+        if chosen is None:
+            continue
+        groups.append(chosen)
+        found.append((chosen.gid, kern))
+        stats.fused({"name": kern.name, "graph": lw.name, "ops": kern.chain.describe(),
+                     "aten": [str(n.target) for n in chosen.nodes], "rows": kern.chain.rows,
+                     "cols": kern.chain.cols, "latency_ns": kern.latency_ns, "hbm_bytes": kern.dma_bytes,
+                     "eager_hbm_bytes": kern.eager_bytes})
+    return dataclasses.replace(lw, groups=tuple(groups), kernels=tuple(found))
 
 
 def lower(lw: Lowering, args=None) -> Lowering:
