@@ -292,12 +292,31 @@ def _with_mask(args, kw, mask, lead, Sq, Sk):
     return args + (m,), {**kw, **mkw}
 
 
+def _heads_per_pack(BH, Sq, Sk, mask, causal) -> int:
+    """How many heads the attention kernels take per pack: the most, dividing BH, whose queries
+    and keys fit 128 partitions (heads of short sequences share one set of tiles); 1 with a mask
+    operand, or causal with Sq != Sk (the causal diagonal of each head is then offset)."""
+    if mask is not None or (causal and Sq != Sk) or 2 * max(Sq, Sk) > 128:
+        return 1
+    g = 128 // max(Sq, Sk)
+    while BH % g:
+        g -= 1
+    return g
+
+
+def _attention_views(BH, heads, tensors):
+    """(BH, S, d) operands as (BH / heads, heads * S, d): consecutive heads' rows are contiguous."""
+    return tuple(_re(t, (BH // heads, heads * s[-2], s[-1])) for t, s in tensors)
+
+
 def sdpa(q, k, v, mask=None, is_causal=False, scale=None):
-    shape = _shape(q)
+    shape, kshape = _shape(q), _shape(k)
     lead = shape[:-2]
     BH = int(np.prod(lead))
-    args = (_re(q, (BH,) + shape[-2:]), _re(k, (BH,) + _shape(k)[-2:]), _re(v, (BH,) + _shape(v)[-2:]))
-    args, kw = _with_mask(args, {"causal": bool(is_causal), "scale": scale}, mask, lead, shape[-2], _shape(k)[-2])
+    g = _heads_per_pack(BH, shape[-2], kshape[-2], mask, is_causal)
+    args = _attention_views(BH, g, ((q, shape), (k, kshape), (v, _shape(v))))
+    args, kw = _with_mask(args, {"causal": bool(is_causal), "scale": scale, "heads": g}, mask, lead, shape[-2],
+                          kshape[-2])
     return KernelCall(K.sdpa_fwd, args, kw,
                       lambda o: (o[0].reshape(shape), o[1].reshape(*lead, shape[-2])))
 
@@ -306,10 +325,11 @@ def sdpa_backward(grad_out, q, k, v, out, lse, mask=None, is_causal=False, scale
     shape, kshape = _shape(q), _shape(k)
     lead = shape[:-2]
     BH = int(np.prod(lead))
-    r3 = lambda t, s: _re(t, (BH,) + s[-2:])  # noqa: E731
-    args = (r3(q, shape), r3(k, kshape), r3(v, kshape), r3(out, shape), r3(grad_out, shape),
-            _re(lse, (BH, shape[-2], 1)))
-    args, kw = _with_mask(args, {"causal": bool(is_causal), "scale": scale}, mask, lead, shape[-2], kshape[-2])
+    g = _heads_per_pack(BH, shape[-2], kshape[-2], mask, is_causal)
+    args = _attention_views(BH, g, ((q, shape), (k, kshape), (v, kshape), (out, shape), (grad_out, shape),
+                                    (lse, shape[:-1] + (1,))))
+    args, kw = _with_mask(args, {"causal": bool(is_causal), "scale": scale, "heads": g}, mask, lead, shape[-2],
+                          kshape[-2])
     return KernelCall(K.sdpa_bwd, args, kw,
                       lambda o: (o[0].reshape(shape), o[1].reshape(kshape), o[2].reshape(kshape)))
 

@@ -26,10 +26,42 @@ def _mask_tile(mask, b, q0, qs, k0, ks, mask_div, mask_mod):
     return nl.load(mask[g, q0:q0 + qs, k0:k0 + ks], dtype="float32")
 
 
+def _block_mask(heads, Sq, Sk, causal):
+    """The additive mask of ``heads`` attention problems packed into one: block h of rows
+    (queries of head h) sees only block h of columns (its keys), causally when asked. Built
+    once per kernel on chip from row and column iotas (engine accesses start at partition 0,
+    so the blocks are compared, not sliced)."""
+    R, C = heads * Sq, heads * Sk
+    row = nl.iota((R, C), "float32", base=0, partition_step=1, free_step=0)
+    col = nl.iota((R, C), "float32", base=0, partition_step=0, free_step=1)
+    rh = ch = None
+    for h in range(1, heads):                      # head of a row / column: how many block starts it passed
+        a, b = nl.greater_equal(row, float(h * Sq)), nl.greater_equal(col, float(h * Sk))
+        rh, ch = (a, b) if rh is None else (nl.add(rh, a), nl.add(ch, b))
+    keep = nl.equal(rh, ch)
+    if causal:                                     # Sq == Sk: row - col is i - j inside a block
+        keep = nl.multiply(keep, nl.greater_equal(nl.subtract(row, col), 0.0))
+    return nl.multiply(nl.subtract(keep, 1.0), -NEG)
+
+
+def _masks(mask, heads, Sq, Sk, causal, mask_div, mask_mod):
+    """(additive mask block reader or None, causal left to the kernel's own iota mask)."""
+    if heads > 1:
+        blk = _block_mask(heads, Sq // heads, Sk // heads, causal)
+        return (lambda b, q0, qs, k0, ks: blk[q0:q0 + qs, k0:k0 + ks]), False
+    if mask is not None:
+        return (lambda b, q0, qs, k0, ks: _mask_tile(mask, b, q0, qs, k0, ks, mask_div, mask_mod)), causal
+    return None, causal
+
+
 @nl.jit
-def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=1):
+def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=1, heads=1):
     """out[b] = softmax(scale * q[b] @ k[b]^T (+ mask) (+ causal mask)) @ v[b]; q (B, Sq, d), k/v (B, Sk, d),
     d <= 128; ``mask`` an additive fp32/bf16 (G, Sq or 1, Sk) (see ``_mask_tile``).
+
+    ``heads`` > 1: each of the B rows holds that many heads packed along the sequence (q rows
+    h * Sq / heads ...), no ``mask``; a block mask keeps heads apart, so short sequences fill the
+    partitions and pay each DMA and instruction's fixed cost once per pack instead of per head.
 
     Returns (out, lse) with lse (B, Sq, 1) the row log-sum-exp of the scaled scores.
     """
@@ -37,7 +69,10 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
     Sk = k.shape[1]
     if d > P:
         raise ValueError(f"head dimension {d} exceeds {P}; split heads")
-    scale = scale if scale is not None else d ** -0.5
+    if heads > 1 and (mask is not None or Sq > P or Sk > KB):
+        raise ValueError(f"{heads} packed heads take no mask and at most {P} queries, {KB} keys per pack")
+    scale = scale if scale is not None else (d ** -0.5)
+    add_mask, causal = _masks(mask, heads, Sq, Sk, causal, mask_div, mask_mod)
     cdt = "float32" if q.dtype == "float32" else "bfloat16"
     out = nl.ndarray((B, Sq, d), q.dtype, buffer=nl.shared_hbm)
     lse_o = nl.ndarray((B, Sq, 1), "float32", buffer=nl.shared_hbm)
@@ -56,14 +91,13 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
                     s = nl.add(s, nl.multiply(nl.less(rel, 0.0), NEG))
                     s = nl.multiply(s, scale)
                     sc = 1.0
-                if mask is not None:
-                    s = nl.add(s if sc == 1.0 else nl.multiply(s, sc),
-                               _mask_tile(mask, b, q0, qs, k0, ks, mask_div, mask_mod))
+                if add_mask is not None:
+                    s = nl.add(s if sc == 1.0 else nl.multiply(s, sc), add_mask(b, q0, qs, k0, ks))
                     sc = 1.0
                 bm = nl.max(s, axis=1)
                 bm = nl.multiply(bm, sc) if sc != 1.0 else bm
                 m_new = bm if m is None else nl.maximum(m, bm)
-                if mask is not None:
+                if add_mask is not None:
                     # A row whose keys are all -inf so far: exp(-inf - max) would be NaN; with the max
                     # clamped its probabilities are 0, and its output 0 (torch's safe softmax).
                     m_new = nl.maximum(m_new, -FMAX)
@@ -82,25 +116,29 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
                     l = nl.add(nl.multiply(l, corr), rowsum)
                     acc = nl.add(nl.multiply(acc, corr), pv)
                 m = m_new
-            inv = nl.reciprocal(nl.maximum(l, 1e-30) if mask is not None else l)
+            inv = nl.reciprocal(nl.maximum(l, 1e-30) if add_mask is not None else l)
             nl.store(out[b, q0:q0 + qs, :], nl.multiply(acc, inv, dtype=out.dtype))
             nl.store(lse_o[b, q0:q0 + qs, :], nl.add(m, nl.log(l)))
     return out, lse_o
 
 
 @nl.jit
-def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_div=1, mask_mod=1):
+def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_div=1, mask_mod=1, heads=1):
     """Gradients (dq, dk, dv) of sdpa_fwd, recomputing P = exp(scale * q k^T (+ mask) - lse) per block
     (no gradient for the mask).
 
     Per (batch, 128-key block), loop over 128-query blocks: dV += P^T dO and dK += dS^T Q accumulate
     in PSUM; dQ += dS K accumulates in SBUF across key blocks. dS = P * (dO V^T - rowsum(dO * O)) * scale.
+    ``heads``: packed heads as in sdpa_fwd (at most 128 queries and 128 keys per pack).
     """
     B, Sq, d = q.shape
     Sk = k.shape[1]
     if d > P:
         raise ValueError(f"head dimension {d} exceeds {P}; split heads")
+    if heads > 1 and (mask is not None or Sq > P or Sk > P):
+        raise ValueError(f"{heads} packed heads take no mask and at most {P} queries and keys per pack")
     scale = scale if scale is not None else d ** -0.5
+    add_mask, causal = _masks(mask, heads, Sq, Sk, causal, mask_div, mask_mod)
     cdt = "float32" if q.dtype == "float32" else "bfloat16"
     dq_o = nl.ndarray((B, Sq, d), q.dtype, buffer=nl.shared_hbm)
     dk_o = nl.ndarray((B, Sk, d), k.dtype, buffer=nl.shared_hbm)
@@ -115,7 +153,7 @@ def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_
         for i, (q0, qs) in enumerate(qblocks):
             neg = nl.multiply(nl.load(lse[b, q0:q0 + qs, :]), -1.0)
             # A fully masked row has lse -inf: a finite bias keeps its probabilities 0, not NaN.
-            neg_lse[:qs, i:i + 1] = nl.minimum(neg, FMAX) if mask is not None else neg
+            neg_lse[:qs, i:i + 1] = nl.minimum(neg, FMAX) if add_mask is not None else neg
             prod = nl.multiply(nl.load(dout[b, q0:q0 + qs, :], dtype="float32"),
                                nl.load(out[b, q0:q0 + qs, :], dtype="float32"))
             dsum[:qs, i:i + 1] = nl.sum(prod, axis=1)
@@ -138,10 +176,10 @@ def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_
                 if causal and k0 + ks > q0:
                     rel = nl.iota((qs, ks), "float32", base=q0 - k0, partition_step=1, free_step=-1)
                     s = nl.add(s, nl.multiply(nl.less(rel, 0.0), NEG / scale))
-                if mask is not None:
-                    s = nl.add(nl.multiply(s, scale), _mask_tile(mask, b, q0, qs, k0, ks, mask_div, mask_mod))
+                if add_mask is not None:
+                    s = nl.add(nl.multiply(s, scale), add_mask(b, q0, qs, k0, ks))
                 p = nl.activation("exp", s, bias=neg_lse[:qs, i:i + 1],
-                                  scale=1.0 if mask is not None else scale)         # fp32 probabilities
+                                  scale=1.0 if add_mask is not None else scale)     # fp32 probabilities
                 p_c = nl.copy(p, dtype=cdt)
                 nl.isa.nc_matmul(dv_ps, p_c, dot, accumulate=not first)               # dV += P^T dO
                 dp = nl.matmul(doT, vT, transpose_x=True)                            # [qs, ks] = dO V^T
