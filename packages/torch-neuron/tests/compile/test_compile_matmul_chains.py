@@ -58,6 +58,9 @@ def test_matmul_epilogues_and_layer_norm_fuse_and_match_eager():
     # The backward's input-gradient matmuls carry the norm's and GELU's backward as epilogues.
     bw = [k["ops"] for k in torch_neuron.compile_stats()["fused_kernels"] if "backward" in k["graph"]]
     assert any(o.startswith("matmul > ") for o in bw), bw
+    # Bias and norm-weight gradients (sums over every row) of values a kernel computes are stored
+    # by that kernel (the others sum a graph input: one eager op).
+    assert sum(o.count("sum_rows") for o in bw) >= 2, bw
     assert not torch_neuron.compile_stats()["unfused_chains"]
 
 
@@ -128,3 +131,23 @@ def test_a_matmul_too_large_to_fuse_keeps_its_epilogue_fused():
     (u,) = s["unfused_chains"]
     assert "the matmul's kernel and a fused epilogue take" in u["reason"], u
     assert compiled_ms < eager_ms, (compiled_ms, eager_ms)
+
+
+def _two_wide_row_sums(x, y):
+    p = torch.tanh(x * y) + x
+    return p.sum(0), (p * y).sum(0), p * 2
+
+
+def test_row_sums_that_overflow_psum_leave_the_chain_and_the_rest_stays_fused():
+    """Two sums over the rows of 2048 columns need 8 PSUM banks, more than a kernel keeps for
+    them: they run as eager reductions and the pointwise chain is still one kernel."""
+    x, y = torch.randn(256, 2048, device=DEV), torch.randn(256, 2048, device=DEV)
+    torch_neuron.clear_compile_stats()
+    got = torch.compile(_two_wide_row_sums, backend="neuron")(x, y)
+    for g, w in zip(got, _two_wide_row_sums(x, y)):
+        torch.testing.assert_close(g.cpu(), w.cpu(), rtol=1e-4, atol=1e-3)
+    (k,) = torch_neuron.compile_stats()["fused_kernels"]
+    assert "sum_rows" not in k["ops"] and "tanh" in k["ops"], k["ops"]
+    one = torch.compile(lambda x, y: (torch.tanh(x * y) + x).sum(0), backend="neuron")(x[:, :512], y[:, :512])
+    torch.testing.assert_close(one.cpu(), (torch.tanh(x * y) + x)[:, :512].sum(0).cpu(), rtol=1e-4, atol=1e-3)
+    assert "sum_rows" in torch_neuron.compile_stats()["fused_kernels"][-1]["ops"]

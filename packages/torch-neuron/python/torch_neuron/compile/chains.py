@@ -93,6 +93,8 @@ class Group:
             return "full"
         if n == self.rows:
             return "col"
+        if shape and shape[-1] == self.cols and n == self.cols:
+            return "row"    # a sum over the rows (a bias or norm-weight gradient)
         return None
 
     def operand_layout(self, shape, out_shape) -> str | None:
@@ -120,6 +122,19 @@ def _dtype_ok(node: fx.Node) -> bool:
     return isinstance(v, torch.Tensor) and v.dtype in FLOAT_DTYPES and not v.is_complex()
 
 
+def sums_rows(node: fx.Node) -> bool:
+    """A sum over every dimension but the last (the chain's rows), as bias and norm-weight
+    gradients are: a ``sum_rows`` step, whose result no later step of the chain may read."""
+    if node.target is not aten.sum.dim_IntList or node.kwargs.get("dtype") is not None:
+        return False
+    x = _val(node.args[0])
+    dims = node.args[1] if len(node.args) > 1 else None
+    if not isinstance(x, torch.Tensor) or x.dim() < 2 or not dims:
+        return False
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    return sorted(d % x.dim() for d in dims) == list(range(x.dim() - 1))
+
+
 def fits(node: fx.Node, g: Group, member) -> bool:
     """Whether ``node`` can be computed inside ``g`` (``member(x)``: x is already in g)."""
     if not _dtype_ok(node):
@@ -128,7 +143,11 @@ def fits(node: fx.Node, g: Group, member) -> bool:
     if t in MATMULS:   # only as a chain's first node (find_groups), never joining one
         return False
     out = _shape(node)
-    if g.layout(out) is None:
+    if sums_rows(node):
+        src = node.args[0]
+        return (_val(src).dtype in FLOAT_DTYPES and g.layout(_shape(src)) == "full" and g.rows > 1
+                and g.layout(out) == "row")
+    if g.layout(out) in (None, "row"):   # a row result only comes from sums_rows: stored, never read
         return False
     if t in VIEWS:
         src = node.args[0]

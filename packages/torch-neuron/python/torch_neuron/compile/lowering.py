@@ -16,7 +16,7 @@ import torch
 import torch.fx as fx
 
 from . import cache, stats
-from .chains import BINARY, MATMULS, REDUCTION, UNARY, VIEWS, FLOAT_DTYPES, Group, _shape, _val, prims
+from .chains import BINARY, MATMULS, REDUCTION, UNARY, VIEWS, FLOAT_DTYPES, Group, _shape, _val, prims, sums_rows
 
 aten = torch.ops.aten
 
@@ -89,6 +89,8 @@ def chain_of(g: Group):
                 value[n] = emit("add", [mm, ref(n.args[0], out)], dt, n)
             else:
                 value[n] = mm
+        elif sums_rows(n):
+            value[n] = emit("sum_rows", [ref(n.args[0], _shape(n.args[0]))], dt, n)
         elif t in REDUCTION:
             value[n] = emit(REDUCTION[t], [ref(n.args[0], _shape(n.args[0]))], dt, n)
         elif t in BINARY:

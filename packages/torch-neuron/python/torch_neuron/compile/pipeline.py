@@ -160,6 +160,11 @@ def generate(lw: Lowering, args=None) -> Lowering:
     found, groups = [], []
     for g in lw.groups:
         k, why = _build(lw, g)
+        if k is None and any(chains.sums_rows(n) for n in g.nodes):
+            # Sums over the rows need PSUM banks of their own; without them the rest may fit.
+            rest = chains.Group(g.gid, g.rows, g.cols, [n for n in g.nodes if not chains.sums_rows(n)], g.contract)
+            k, _ = _build(lw, rest)
+            g = rest if k is not None else g
         choice = [] if k is None else [(k.latency_ns + overhead, g, k)]
         # A matmul-led chain as the matmul's library kernel and a fused epilogue: the fallback
         # when the whole chain does not fit the engines, and a candidate when it does.
