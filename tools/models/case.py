@@ -316,6 +316,95 @@ def _required_extras(x, required, cfg, g):
                 x[name] = torch.ones(BATCH, frames, dtype=torch.long)
 
 
+def _bros(x, cfg, g):
+    # BrosProcessor gives each token its box corners normalised to [0, 1] (floats, not pixels).
+    x["bbox"] = _boxes(cfg, g).float() / (int(_first(cfg, "max_2d_position_embeddings", default=1024)) - 1)
+    x.pop("encoder_hidden_states", None)
+
+
+def _lxmert(x, cfg, g):
+    # Region features and their normalised boxes from an object detector (36 regions per image
+    # in the released pipeline; 4 here).
+    x["visual_feats"] = torch.randn(BATCH, 4, int(cfg.visual_feat_dim), generator=g)
+    x["visual_pos"] = torch.rand(BATCH, 4, int(cfg.visual_pos_dim), generator=g)
+
+
+def _clap(x, cfg, g):
+    # ClapFeatureExtractor: (batch, 1, frames, mel bins) log-mels, and which clips were longer than
+    # the window (read when the fusion branch is on).
+    audio = cfg.audio_config
+    ratio = audio.spec_size // audio.num_mel_bins
+    x["input_features"] = torch.randn(BATCH, 1, audio.spec_size * ratio, audio.num_mel_bins, generator=g)
+    x["is_longer"] = torch.zeros(BATCH, 1, dtype=torch.bool)
+
+
+def _idefics(x, cfg, g):
+    # IdeficsProcessor: (batch, images, channels, height, width) and which images each token sees.
+    image = x.pop("pixel_values", None)
+    if image is None:
+        h, w = _size(_first(cfg.vision_config, "image_size", default=32))
+        image = torch.randn(BATCH, 3, h, w, generator=g)
+    x["pixel_values"] = image.unsqueeze(1)
+    x["image_attention_mask"] = torch.ones(BATCH, SEQ, 1, dtype=torch.long)
+
+
+def _kosmos2(x, cfg, g):
+    # Kosmos2Processor puts latent_query_num image-placeholder tokens after <s><image> and marks them.
+    n = int(cfg.latent_query_num)
+    ids = _token_ids(cfg, (BATCH, SEQ), g)
+    x["input_ids"] = torch.cat([ids[:, :1], ids[:, 1:2].expand(BATCH, n), ids[:, 1:]], dim=1)
+    mask = torch.zeros_like(x["input_ids"])
+    mask[:, 1:1 + n] = 1
+    x["image_embeds_position_mask"] = mask
+    attention = torch.ones_like(x["input_ids"])
+    attention[1, -2:] = 0
+    x["attention_mask"] = attention
+    h, w = _size(_first(cfg.vision_config, "image_size", default=32))
+    x["pixel_values"] = torch.randn(BATCH, 3, h, w, generator=g)
+
+
+def _fastspeech2(x, cfg, g):
+    # Training needs the aligner's targets: two mel frames per token (none for padding), the
+    # padded target spectrogram, and per-token pitch and energy.
+    cfg = getattr(cfg, "model_config", cfg)
+    mask = x.get("attention_mask", torch.ones(BATCH, SEQ, dtype=torch.long))
+    x["duration_labels"] = 2 * mask
+    frames = int(x["duration_labels"].sum(-1).max())
+    x["spectrogram_labels"] = torch.randn(BATCH, frames, int(cfg.num_mel_bins), generator=g)
+    x["pitch_labels"] = torch.randn(BATCH, SEQ, 1, generator=g)
+    x["energy_labels"] = torch.randn(BATCH, SEQ, 1, generator=g)
+
+
+def _mono(x, cfg, g):
+    # Codecs that take (batch, 1, samples) mono waveforms.
+    x["input_values"] = torch.randn(BATCH, 1, AUDIO_SAMPLES, generator=g)
+
+
+def _xclip(x, cfg, g):
+    # XCLIPProcessor: a clip of num_frames frames per video, with the text prompts.
+    v = cfg.vision_config
+    h, w = _size(v.image_size)
+    x["pixel_values"] = torch.randn(BATCH, int(v.num_frames), int(v.num_channels), h, w, generator=g)
+    if "input_ids" not in x:
+        x["input_ids"] = _token_ids(cfg, (BATCH, SEQ), g)
+        x["attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
+        x["attention_mask"][1, -2:] = 0
+
+
+def _molmo2(x, cfg, g):
+    # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
+    x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
+
+
+# Architectures whose processors produce inputs the forward signature marks optional but the model
+# needs (or needs in a particular layout); each function completes the generated inputs.
+ARCH_INPUTS = {
+    "bros": _bros, "lxmert": _lxmert, "clap": _clap, "idefics": _idefics, "kosmos-2": _kosmos2,
+    "fastspeech2_conformer": _fastspeech2, "fastspeech2_conformer_with_hifigan": _fastspeech2,
+    "xcodec": _mono, "molmo2": _molmo2, "xclip": _xclip,
+}
+
+
 def make_inputs(model_type, head, cls, cfg, g, layout=0) -> dict:
     """Valid inputs for ``cls`` (with labels for a head); raises CaseUnsupported."""
     params = _params(cls.forward)
@@ -359,6 +448,8 @@ def make_inputs(model_type, head, cls, cfg, g, layout=0) -> dict:
         mask = torch.ones(BATCH, SEQ, dtype=torch.long)
         mask[1, -2:] = 0  # a padded row: masks are not all ones
         x["attention_mask"] = mask
+    if model_type in ARCH_INPUTS:
+        ARCH_INPUTS[model_type](x, cfg, g)
     enc_dec = bool(getattr(cfg, "is_encoder_decoder", False))
     if head == "seq2seq_lm":
         x["labels"] = _token_ids(cfg, (BATCH, DEC_SEQ), g)

@@ -438,6 +438,15 @@ OVERRIDES = {
     "BridgeTowerConfig": {"hidden_size": 64},
     "BridgeTowerTextConfig": {"hidden_size": 64},
     "BridgeTowerVisionConfig": {"hidden_size": 64},
+    # The box embedding widths are derived from the width at construction of the config; each of the
+    # eight coordinates needs an even sinusoid width, so the width is at least 64.
+    "BrosConfig": {"hidden_size": 64, "dim_bbox_sinusoid_emb_2d": lambda c: c.hidden_size // 4,
+                   "dim_bbox_sinusoid_emb_1d": lambda c: c.hidden_size // 4 // c.dim_bbox,
+                   "dim_bbox_projection": lambda c: c.hidden_size // c.num_attention_heads},
+    # The vocoder reads the acoustic model's mel spectrogram.
+    "FastSpeech2ConformerHifiGanConfig": {"model_in_dim": SMALL_DIMS["num_mel_bins"]},
+    # The quantizer works on the concatenated acoustic and semantic features.
+    "XcodecConfig": {"codebook_dim": lambda c: c.acoustic_model_config.hidden_size + c.semantic_model_config.hidden_size},
     # Axial position embeddings factor the sequence length (the harness's 8 tokens) and split the width.
     "ReformerConfig": {"axial_pos_shape": (2, 4), "axial_pos_embds_dim": lambda c: (c.hidden_size // 2,) * 2},
     # The upsampling convolution is depthwise over the model width; the quantizer's codebooks
