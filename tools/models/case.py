@@ -218,9 +218,14 @@ def _generate(name, cls, cfg, g, layout=0):
     if name == "input_values":
         # Waveforms: (batch, samples), or (batch, channels, samples) for codecs and some encoders.
         channels = _first(cfg, "audio_channels", default=None)
+        samples = AUDIO_SAMPLES
+        hop = _first(cfg, "samples_per_token", default=None)
+        if isinstance(hop, int) and hop > 0:
+            # Tokenizing encoders whose feature extractor pads to whole tokens (MuseSpark: 1920).
+            samples = -(-AUDIO_SAMPLES // hop) * hop
         if layout == 1 or isinstance(channels, int) and channels > 1:
-            return torch.randn(BATCH, int(channels or 1), AUDIO_SAMPLES, generator=g)
-        return torch.randn(BATCH, AUDIO_SAMPLES, generator=g)
+            return torch.randn(BATCH, int(channels or 1), samples, generator=g)
+        return torch.randn(BATCH, samples, generator=g)
     mels = _first(cfg, "num_mel_bins", default=None)
     src = _first(cfg, "max_source_positions", default=None)
     per_channel = _first(cfg, "input_feat_per_channel", "feature_projection_input_dim", default=None)
@@ -391,6 +396,17 @@ def _xclip(x, cfg, g):
         x["attention_mask"][1, -2:] = 0
 
 
+def _spectrogram(x, cfg, g):
+    # ASTFeatureExtractor pads or truncates the filter bank to (batch, max_length, num_mel_bins).
+    x["input_values"] = torch.randn(BATCH, int(cfg.max_length), int(cfg.num_mel_bins), generator=g)
+
+
+def _tvp(x, cfg, g):
+    # TvpProcessor: num_frames sampled frames per video, padded to max_img_size, with the text query.
+    size = int(cfg.max_img_size)
+    x["pixel_values"] = torch.randn(BATCH, int(cfg.num_frames), 3, size, size, generator=g)
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -402,6 +418,7 @@ ARCH_INPUTS = {
     "bros": _bros, "lxmert": _lxmert, "clap": _clap, "idefics": _idefics, "kosmos-2": _kosmos2,
     "fastspeech2_conformer": _fastspeech2, "fastspeech2_conformer_with_hifigan": _fastspeech2,
     "xcodec": _mono, "molmo2": _molmo2, "xclip": _xclip,
+    "audio-spectrogram-transformer": _spectrogram, "tvp": _tvp,
 }
 
 

@@ -423,6 +423,12 @@ def _vocab(cfg):
     return None
 
 
+def _conformer_block(cfg, part):
+    keys = ("num_attention_heads", "layers", "kernel_size", "attention_dropout_rate", "dropout_rate",
+            "positional_dropout_rate", "linear_units", "normalize_before", "concat_after")
+    return {k: _get(cfg, f"{part}_{k}") for k in keys}
+
+
 KEEP = object()  # an override that restores the default config's value
 # Per-config-class values the generic rules cannot derive (a callable takes the shrunk config).
 OVERRIDES = {
@@ -443,6 +449,16 @@ OVERRIDES = {
     "BrosConfig": {"hidden_size": 64, "dim_bbox_sinusoid_emb_2d": lambda c: c.hidden_size // 4,
                    "dim_bbox_sinusoid_emb_1d": lambda c: c.hidden_size // 4 // c.dim_bbox,
                    "dim_bbox_projection": lambda c: c.hidden_size // c.num_attention_heads},
+    # The encoder and decoder read their sizes and dropout rates from dicts the config derives from
+    # its flat attributes at construction; they are derived again from the shrunk attributes.
+    "FastSpeech2ConformerConfig": {"encoder_config": lambda c: _conformer_block(c, "encoder"),
+                                   "decoder_config": lambda c: _conformer_block(c, "decoder")},
+    # One layer per patching stage (the stages' patch sizes multiply to the samples per token).
+    "MuseSparkAudioConfig": {"num_hidden_layers": lambda c: len(c.hidden_sizes)},
+    # A shorter padded filter bank than the released 1024 frames: fewer patches, same layout.
+    "ASTConfig": {"max_length": 64},
+    # Frames are padded to max_img_size with a learned prompt visual_prompt_size wide.
+    "TvpConfig": {"max_img_size": 64, "visual_prompt_size": 8},
     # The vocoder reads the acoustic model's mel spectrogram.
     "FastSpeech2ConformerHifiGanConfig": {"model_in_dim": SMALL_DIMS["num_mel_bins"]},
     # The quantizer works on the concatenated acoustic and semantic features.
