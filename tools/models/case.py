@@ -407,6 +407,36 @@ def _tvp(x, cfg, g):
     x["pixel_values"] = torch.randn(BATCH, int(cfg.num_frames), 3, size, size, generator=g)
 
 
+def _voxtral_realtime(x, cfg, g):
+    # The streaming processor aligns audio with text: each text token gets the embedding of
+    # downsample_factor encoder frames, and the encoder's convolution halves the mel frames.
+    frames = SEQ * int(cfg.downsample_factor) * 2
+    x["input_features"] = torch.randn(BATCH, int(cfg.audio_config.num_mel_bins), frames, generator=g)
+    x["num_delay_tokens"] = int(cfg.default_num_delay_tokens)
+
+
+def _feature_mask(x, cfg, g):
+    # The feature extractor's mask over mel frames (the second clip shorter by four frames).
+    mask = torch.ones(BATCH, x["input_features"].shape[-1], dtype=torch.long)
+    mask[1, -4:] = 0
+    x["input_features_mask"] = mask
+
+
+def _qwen3_asr(x, cfg, g):
+    # Qwen3ASRFeatureExtractor pads the mel frames to whole attention windows of 2 * n_window.
+    frames = 2 * int(cfg.n_window)
+    x["input_features"] = torch.randn(BATCH, int(cfg.num_mel_bins), frames, generator=g)
+    _feature_mask(x, cfg, g)
+
+
+def _seggpt(x, cfg, g):
+    # SegGptImageProcessor resizes the image, the prompt image and its mask to half the model's
+    # height each; the model stacks prompt and image.
+    h, w = _size(cfg.image_size)
+    for name in ("pixel_values", "prompt_pixel_values", "prompt_masks"):
+        x[name] = torch.randn(BATCH, int(cfg.num_channels), h // 2, w, generator=g)
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -419,6 +449,8 @@ ARCH_INPUTS = {
     "fastspeech2_conformer": _fastspeech2, "fastspeech2_conformer_with_hifigan": _fastspeech2,
     "xcodec": _mono, "molmo2": _molmo2, "xclip": _xclip,
     "audio-spectrogram-transformer": _spectrogram, "tvp": _tvp,
+    "voxtral_realtime": _voxtral_realtime, "audioflamingo3_encoder": _feature_mask,
+    "qwen3_asr_encoder": _qwen3_asr, "seggpt": _seggpt,
 }
 
 

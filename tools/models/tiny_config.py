@@ -459,6 +459,8 @@ OVERRIDES = {
     "ASTConfig": {"max_length": 64},
     # Frames are padded to max_img_size with a learned prompt visual_prompt_size wide.
     "TvpConfig": {"max_img_size": 64, "visual_prompt_size": 8},
+    # The model sees the prompt image stacked above the input image: twice as high as wide.
+    "SegGptConfig": {"image_size": [64, 32]},
     # The vocoder reads the acoustic model's mel spectrogram.
     "FastSpeech2ConformerHifiGanConfig": {"model_in_dim": SMALL_DIMS["num_mel_bins"]},
     # The quantizer works on the concatenated acoustic and semantic features.
