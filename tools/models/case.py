@@ -437,6 +437,17 @@ def _seggpt(x, cfg, g):
         x[name] = torch.randn(BATCH, int(cfg.num_channels), h // 2, w, generator=g)
 
 
+def _instructblipvideo(x, cfg, g):
+    # InstructBlipVideoProcessor: four frames per video, and num_query_tokens video placeholders per
+    # frame ahead of the text.
+    frames = 4
+    h, w = _size(cfg.vision_config.image_size)
+    x["pixel_values"] = torch.randn(BATCH, frames, 3, h, w, generator=g)
+    video = torch.full((BATCH, frames * int(cfg.num_query_tokens)), int(cfg.video_token_index))
+    x["input_ids"] = torch.cat([video, x["input_ids"]], dim=1)
+    x["attention_mask"] = torch.cat([torch.ones_like(video), x["attention_mask"]], dim=1)
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -451,6 +462,7 @@ ARCH_INPUTS = {
     "audio-spectrogram-transformer": _spectrogram, "tvp": _tvp,
     "voxtral_realtime": _voxtral_realtime, "audioflamingo3_encoder": _feature_mask,
     "qwen3_asr_encoder": _qwen3_asr, "seggpt": _seggpt,
+    "instructblipvideo": _instructblipvideo,
 }
 
 

@@ -461,6 +461,12 @@ OVERRIDES = {
     "TvpConfig": {"max_img_size": 64, "visual_prompt_size": 8},
     # The model sees the prompt image stacked above the input image: twice as high as wide.
     "SegGptConfig": {"image_size": [64, 32]},
+    # The default config leaves the video placeholder id unset (the released checkpoints add it to
+    # the tokenizer); 32 query tokens per frame would make a long prompt.
+    "InstructBlipVideoConfig": {"num_query_tokens": 4, "video_token_index": VOCAB - 1},
+    # The audio tower is a Swin over the mel spectrogram folded into a spec_size square: every
+    # stage's resolution a multiple of the window, as tiny Swin configs get for image_size.
+    "ClapAudioConfig": {"window_size": 2, "spec_size": lambda c: c.patch_size * 2 * 2 ** (len(c.depths) - 1)},
     # The vocoder reads the acoustic model's mel spectrogram.
     "FastSpeech2ConformerHifiGanConfig": {"model_in_dim": SMALL_DIMS["num_mel_bins"]},
     # The quantizer works on the concatenated acoustic and semantic features.
