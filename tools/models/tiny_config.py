@@ -436,6 +436,9 @@ OVERRIDES = {
     # to round_filters(1280), which hidden_dim must equal once width_coefficient is 1.
     "EfficientNetConfig": {"in_channels": KEEP, "hidden_dim": 1280},
     "AlignVisionConfig": {"in_channels": KEEP, "hidden_dim": 1280},
+    # The image embedding is the pooled last stage (its channels scaled by width_coefficient), which
+    # the contrastive product meets with the projected text embedding.
+    "AlignConfig": {"projection_dim": lambda c: int(c.vision_config.out_channels[-1] * c.vision_config.width_coefficient)},
     # Token embeddings are the concatenation of four coordinate and two shape embeddings.
     "LayoutLMv3Config": {"coordinate_size": lambda c: c.hidden_size // 8, "shape_size": lambda c: c.hidden_size // 4},
     # Six box-coordinate embeddings of hidden_size // 6 each must add up to the width.
@@ -465,8 +468,12 @@ OVERRIDES = {
     # the tokenizer); 32 query tokens per frame would make a long prompt.
     "InstructBlipVideoConfig": {"num_query_tokens": 4, "video_token_index": VOCAB - 1},
     # The audio tower is a Swin over the mel spectrogram folded into a spec_size square: every
-    # stage's resolution a multiple of the window, as tiny Swin configs get for image_size.
-    "ClapAudioConfig": {"window_size": 2, "spec_size": lambda c: c.patch_size * 2 * 2 ** (len(c.depths) - 1)},
+    # stage's resolution a multiple of the window, as tiny Swin configs get for image_size; the
+    # last stage's frequency rows are grouped by spec_size // num_mel_bins, so at least that many.
+    "ClapAudioConfig": {"window_size": 2, "spec_size": lambda c: c.patch_size * 2 * 2 ** (len(c.depths) - 1),
+                        "num_mel_bins": lambda c: c.spec_size,
+                        # Each stage doubles the patch embedding width up to hidden_size.
+                        "hidden_size": 64, "patch_embeds_hidden_size": lambda c: c.hidden_size // 2 ** (len(c.depths) - 1)},
     # The vocoder reads the acoustic model's mel spectrogram.
     "FastSpeech2ConformerHifiGanConfig": {"model_in_dim": SMALL_DIMS["num_mel_bins"]},
     # The quantizer works on the concatenated acoustic and semantic features.
