@@ -448,6 +448,31 @@ def _instructblipvideo(x, cfg, g):
     x["attention_mask"] = torch.cat([torch.ones_like(video), x["attention_mask"]], dim=1)
 
 
+def _gemma4_vision(x, cfg, g):
+    # Gemma4ImageProcessor: patch rows with their (x, y) grid positions, padded to max_patches with
+    # (-1, -1); the pooler merges pooling_kernel_size ** 2 patches, so the grid is a multiple of it.
+    k, patch = int(cfg.pooling_kernel_size), int(cfg.patch_size)
+    side = 2 * k
+    xs, ys = torch.meshgrid(torch.arange(side), torch.arange(side), indexing="xy")
+    positions = torch.stack([xs, ys], dim=-1).reshape(-1, 2)
+    pad = k * k  # the second image is one pooled token shorter
+    x["pixel_values"] = torch.randn(BATCH, side * side, 3 * patch * patch, generator=g)
+    ids = positions.repeat(BATCH, 1, 1)
+    ids[1, -pad:] = -1
+    x["pixel_values"][1, -pad:] = 0
+    x["pixel_position_ids"] = ids
+    x.pop("input_ids", None)  # the class inherits main_input_name "input_ids" but takes no text
+
+
+def _minicpm_vision(x, cfg, g):
+    # MiniCPM image processors pack every image's patches side by side into one
+    # (1, channels, patch, patches * patch) strip, with each image's (h, w) patch grid.
+    patch = int(cfg.patch_size)
+    h, w = GRID[1:]
+    x["pixel_values"] = torch.randn(1, int(_first(cfg, "num_channels", default=3)), patch, BATCH * h * w * patch, generator=g)
+    x["target_sizes"] = torch.tensor([[h, w]] * BATCH, dtype=torch.int32)
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -462,7 +487,8 @@ ARCH_INPUTS = {
     "audio-spectrogram-transformer": _spectrogram, "tvp": _tvp,
     "voxtral_realtime": _voxtral_realtime, "audioflamingo3_encoder": _feature_mask,
     "qwen3_asr_encoder": _qwen3_asr, "seggpt": _seggpt,
-    "instructblipvideo": _instructblipvideo,
+    "instructblipvideo": _instructblipvideo, "gemma4_vision": _gemma4_vision,
+    "minicpm_ocr_vision": _minicpm_vision, "minicpmv4_7_vision": _minicpm_vision,
 }
 
 
