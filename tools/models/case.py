@@ -473,6 +473,16 @@ def _minicpm_vision(x, cfg, g):
     x["target_sizes"] = torch.tensor([[h, w]] * BATCH, dtype=torch.int32)
 
 
+def _kimi_k25_vision(x, cfg, g):
+    # Kimi-K2.5's image processor keeps each patch as a (channels, patch, patch) image for the
+    # convolutional patch embedding, one row per patch of every image's (t, h, w) grid.
+    patch = int(cfg.patch_size)
+    grid = torch.tensor([GRID] * BATCH)
+    x["grid_thw"] = grid
+    x["pixel_values"] = torch.randn(int(grid.prod(-1).sum()), _channels(cfg), patch, patch, generator=g)
+    x.pop("input_ids", None)  # an inherited main_input_name; the tower takes no text
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -489,6 +499,7 @@ ARCH_INPUTS = {
     "qwen3_asr_encoder": _qwen3_asr, "seggpt": _seggpt,
     "instructblipvideo": _instructblipvideo, "gemma4_vision": _gemma4_vision,
     "minicpm_ocr_vision": _minicpm_vision, "minicpmv4_7_vision": _minicpm_vision,
+    "kimi_k25_vision": _kimi_k25_vision,
 }
 
 
