@@ -496,6 +496,13 @@ def _gemma4_audio(x, cfg, g):
     x.pop("input_ids", None)
 
 
+def _oneformer(x, cfg, g):
+    # OneFormerProcessor tokenizes the task prompt ("the task is semantic") to task_seq_len ids,
+    # which the task encoder reads as features.
+    ids = torch.randint(1, int(cfg.text_encoder_vocab_size), (BATCH, int(cfg.task_seq_len)), generator=g)
+    x["task_inputs"] = ids
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -513,6 +520,7 @@ ARCH_INPUTS = {
     "instructblipvideo": _instructblipvideo, "gemma4_vision": _gemma4_vision,
     "minicpm_ocr_vision": _minicpm_vision, "minicpmv4_7_vision": _minicpm_vision,
     "kimi_k25_vision": _kimi_k25_vision, "gemma4_audio": _gemma4_audio,
+    "oneformer": _oneformer,
 }
 
 
@@ -520,6 +528,8 @@ def make_inputs(model_type, head, cls, cfg, g, layout=0) -> dict:
     """Valid inputs for ``cls`` (with labels for a head); raises CaseUnsupported."""
     params = _params(cls.forward)
     main = getattr(cls, "main_input_name", "input_ids")
+    if isinstance(main, (list, tuple)):
+        main = main[0]  # several main inputs (OneFormer's image and task): the first is the primary one
     if main not in MAIN_INPUTS:
         raise CaseUnsupported(f"main input {main!r} of {cls.__name__} has no generator")
     if head != "base" and main not in HEAD_INPUT[head]:

@@ -474,6 +474,8 @@ OVERRIDES = {
                         "num_mel_bins": lambda c: c.spec_size,
                         # Each stage doubles the patch embedding width up to hidden_size.
                         "hidden_size": 64, "patch_embeds_hidden_size": lambda c: c.hidden_size // 2 ** (len(c.depths) - 1)},
+    # The encoders' rotary width is at least 32, so a head must be at least that wide.
+    "ClvpEncoderConfig": {"hidden_size": lambda c: 32 * c.num_attention_heads},
     # The vocoder reads the acoustic model's mel spectrogram.
     "FastSpeech2ConformerHifiGanConfig": {"model_in_dim": SMALL_DIMS["num_mel_bins"]},
     # The quantizer works on the concatenated acoustic and semantic features.
