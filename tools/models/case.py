@@ -437,15 +437,19 @@ def _seggpt(x, cfg, g):
         x[name] = torch.randn(BATCH, int(cfg.num_channels), h // 2, w, generator=g)
 
 
-def _instructblipvideo(x, cfg, g):
-    # InstructBlipVideoProcessor: four frames per video, and num_query_tokens video placeholders per
-    # frame ahead of the text.
-    frames = 4
-    h, w = _size(cfg.vision_config.image_size)
-    x["pixel_values"] = torch.randn(BATCH, frames, 3, h, w, generator=g)
-    video = torch.full((BATCH, frames * int(cfg.num_query_tokens)), int(cfg.video_token_index))
-    x["input_ids"] = torch.cat([video, x["input_ids"]], dim=1)
-    x["attention_mask"] = torch.cat([torch.ones_like(video), x["attention_mask"]], dim=1)
+def _query_placeholders(x, cfg, g, token, frames=0):
+    # BLIP-2-style processors put num_query_tokens placeholders per image (per frame for video:
+    # four frames per clip) ahead of the text.
+    if frames:
+        h, w = _size(cfg.vision_config.image_size)
+        x["pixel_values"] = torch.randn(BATCH, frames, 3, h, w, generator=g)
+    if "input_ids" not in x:
+        x["input_ids"] = _token_ids(cfg, (BATCH, SEQ), g)
+        x["attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
+        x["attention_mask"][1, -2:] = 0
+    placeholders = torch.full((BATCH, max(frames, 1) * int(cfg.num_query_tokens)), int(token))
+    x["input_ids"] = torch.cat([placeholders, x["input_ids"]], dim=1)
+    x["attention_mask"] = torch.cat([torch.ones_like(placeholders), x["attention_mask"]], dim=1)
 
 
 def _gemma4_vision(x, cfg, g):
@@ -503,6 +507,19 @@ def _oneformer(x, cfg, g):
     x["task_inputs"] = ids
 
 
+def _omdet_turbo(x, cfg, g):
+    # OmDetTurboProcessor: the task prompt per image, every image's class names tokenized one per
+    # row, and how many classes each image has (two here).
+    classes = 2
+    x["tasks_input_ids"] = _token_ids(cfg, (BATCH, SEQ), g)
+    x["tasks_attention_mask"] = torch.ones(BATCH, SEQ, dtype=torch.long)
+    x["classes_input_ids"] = _token_ids(cfg, (BATCH * classes, SEQ // 2), g)
+    mask = torch.ones(BATCH * classes, SEQ // 2, dtype=torch.long)
+    mask[-1, -1:] = 0  # a shorter class name
+    x["classes_attention_mask"] = mask
+    x["classes_structure"] = torch.full((BATCH,), classes, dtype=torch.long)
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -517,10 +534,12 @@ ARCH_INPUTS = {
     "audio-spectrogram-transformer": _spectrogram, "tvp": _tvp,
     "voxtral_realtime": _voxtral_realtime, "audioflamingo3_encoder": _feature_mask,
     "qwen3_asr_encoder": _qwen3_asr, "seggpt": _seggpt,
-    "instructblipvideo": _instructblipvideo, "gemma4_vision": _gemma4_vision,
+    "instructblipvideo": lambda x, cfg, g: _query_placeholders(x, cfg, g, cfg.video_token_index, frames=4),
+    "instructblip": lambda x, cfg, g: _query_placeholders(x, cfg, g, cfg.image_token_index),
+    "blip-2": lambda x, cfg, g: _query_placeholders(x, cfg, g, cfg.image_token_index), "gemma4_vision": _gemma4_vision,
     "minicpm_ocr_vision": _minicpm_vision, "minicpmv4_7_vision": _minicpm_vision,
     "kimi_k25_vision": _kimi_k25_vision, "gemma4_audio": _gemma4_audio,
-    "oneformer": _oneformer,
+    "oneformer": _oneformer, "omdet-turbo": _omdet_turbo,
 }
 
 

@@ -464,9 +464,11 @@ OVERRIDES = {
     "TvpConfig": {"max_img_size": 64, "visual_prompt_size": 8},
     # The model sees the prompt image stacked above the input image: twice as high as wide.
     "SegGptConfig": {"image_size": [64, 32]},
-    # The default config leaves the video placeholder id unset (the released checkpoints add it to
-    # the tokenizer); 32 query tokens per frame would make a long prompt.
+    # The default configs leave the image / video placeholder id unset (the released checkpoints add
+    # it to the tokenizer); 32 query tokens per image or frame would make a long prompt.
     "InstructBlipVideoConfig": {"num_query_tokens": 4, "video_token_index": VOCAB - 1},
+    "InstructBlipConfig": {"num_query_tokens": 4, "image_token_index": VOCAB - 1},
+    "Blip2Config": {"num_query_tokens": 4, "image_token_index": VOCAB - 1},
     # The audio tower is a Swin over the mel spectrogram folded into a spec_size square: every
     # stage's resolution a multiple of the window, as tiny Swin configs get for image_size; the
     # last stage's frequency rows are grouped by spec_size // num_mel_bins, so at least that many.
