@@ -4,6 +4,10 @@ The head is the first of seq2seq LM, causal LM, masked LM, sequence / image / au
 classification that transformers registers for the architecture and whose main input we can
 generate; otherwise the base model, trained on a seeded random projection of every floating
 output to a scalar (a plain sum would have vanishing gradients after a final norm).
+
+Inputs are generated from the forward signature and the config; ARCH_INPUTS completes them for
+architectures whose processors produce inputs that the signature marks optional but the model
+needs, or in a layout the generic rules do not derive.
 """
 from __future__ import annotations
 
@@ -520,6 +524,24 @@ def _omdet_turbo(x, cfg, g):
     x["classes_structure"] = torch.full((BATCH,), classes, dtype=torch.long)
 
 
+def _pi0(x, cfg, g):
+    # PI0Model: the prefix as PI0Processor builds it (one camera image, its image tokens, then the
+    # prompt) and the suffix of embedded state and noisy action chunk that the policy head makes
+    # (one state token and chunk_size action tokens).
+    vlm = cfg.vlm_config
+    h, w = _size(vlm.vision_config.image_size)
+    patch = int(vlm.vision_config.patch_size)
+    image_tokens = (h // patch) * (w // patch)
+    text = _token_ids(cfg, (BATCH, SEQ), g)
+    x["input_ids"] = torch.cat([torch.full((BATCH, image_tokens), int(vlm.image_token_id)), text], dim=1)
+    mask = torch.ones_like(x["input_ids"])
+    mask[1, -2:] = 0
+    x["attention_mask"] = mask
+    x["pixel_values"] = torch.randn(BATCH, 1, 3, h, w, generator=g)
+    x["pixel_attention_mask"] = torch.ones(BATCH, 1, dtype=torch.bool)
+    x["action_embeds"] = torch.randn(BATCH, 1 + int(cfg.chunk_size), int(cfg.dit_config.hidden_size), generator=g)
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -528,18 +550,33 @@ def _molmo2(x, cfg, g):
 # Architectures whose processors produce inputs the forward signature marks optional but the model
 # needs (or needs in a particular layout); each function completes the generated inputs.
 ARCH_INPUTS = {
-    "bros": _bros, "lxmert": _lxmert, "clap": _clap, "idefics": _idefics, "kosmos-2": _kosmos2,
-    "fastspeech2_conformer": _fastspeech2, "fastspeech2_conformer_with_hifigan": _fastspeech2,
-    "xcodec": _mono, "molmo2": _molmo2, "xclip": _xclip,
-    "audio-spectrogram-transformer": _spectrogram, "tvp": _tvp,
-    "voxtral_realtime": _voxtral_realtime, "audioflamingo3_encoder": _feature_mask,
-    "qwen3_asr_encoder": _qwen3_asr, "seggpt": _seggpt,
-    "instructblipvideo": lambda x, cfg, g: _query_placeholders(x, cfg, g, cfg.video_token_index, frames=4),
+    "audio-spectrogram-transformer": _spectrogram,
+    "audioflamingo3_encoder": _feature_mask,
+    "blip-2": lambda x, cfg, g: _query_placeholders(x, cfg, g, cfg.image_token_index),
+    "bros": _bros,
+    "clap": _clap,
+    "fastspeech2_conformer": _fastspeech2,
+    "fastspeech2_conformer_with_hifigan": _fastspeech2,
+    "gemma4_audio": _gemma4_audio,
+    "gemma4_vision": _gemma4_vision,
+    "idefics": _idefics,
     "instructblip": lambda x, cfg, g: _query_placeholders(x, cfg, g, cfg.image_token_index),
-    "blip-2": lambda x, cfg, g: _query_placeholders(x, cfg, g, cfg.image_token_index), "gemma4_vision": _gemma4_vision,
-    "minicpm_ocr_vision": _minicpm_vision, "minicpmv4_7_vision": _minicpm_vision,
-    "kimi_k25_vision": _kimi_k25_vision, "gemma4_audio": _gemma4_audio,
-    "oneformer": _oneformer, "omdet-turbo": _omdet_turbo,
+    "instructblipvideo": lambda x, cfg, g: _query_placeholders(x, cfg, g, cfg.video_token_index, frames=4),
+    "kimi_k25_vision": _kimi_k25_vision,
+    "kosmos-2": _kosmos2,
+    "lxmert": _lxmert,
+    "minicpm_ocr_vision": _minicpm_vision,
+    "minicpmv4_7_vision": _minicpm_vision,
+    "molmo2": _molmo2,
+    "omdet-turbo": _omdet_turbo,
+    "oneformer": _oneformer,
+    "pi0": _pi0,
+    "qwen3_asr_encoder": _qwen3_asr,
+    "seggpt": _seggpt,
+    "tvp": _tvp,
+    "voxtral_realtime": _voxtral_realtime,
+    "xclip": _xclip,
+    "xcodec": _mono,
 }
 
 
@@ -549,7 +586,7 @@ def make_inputs(model_type, head, cls, cfg, g, layout=0) -> dict:
     main = getattr(cls, "main_input_name", "input_ids")
     if isinstance(main, (list, tuple)):
         main = main[0]  # several main inputs (OneFormer's image and task): the first is the primary one
-    if main not in MAIN_INPUTS:
+    if main not in MAIN_INPUTS and model_type not in ARCH_INPUTS:
         raise CaseUnsupported(f"main input {main!r} of {cls.__name__} has no generator")
     if head != "base" and main not in HEAD_INPUT[head]:
         raise CaseUnsupported(f"head {head} with main input {main}")
