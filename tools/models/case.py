@@ -542,6 +542,14 @@ def _pi0(x, cfg, g):
     x["action_embeds"] = torch.randn(BATCH, 1 + int(cfg.chunk_size), int(cfg.dit_config.hidden_size), generator=g)
 
 
+def _univnet(x, cfg, g):
+    # UnivNetFeatureExtractor: (batch, frames, mel bins) spectrograms and the vocoder's input noise
+    # (batch, frames, model_in_channels), which it draws itself only when none is given.
+    frames = 32
+    x["input_features"] = torch.randn(BATCH, frames, int(cfg.num_mel_bins), generator=g)
+    x["noise_sequence"] = torch.randn(BATCH, frames, int(cfg.model_in_channels), generator=g)
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -574,7 +582,9 @@ ARCH_INPUTS = {
     "qwen3_asr_encoder": _qwen3_asr,
     "seggpt": _seggpt,
     "tvp": _tvp,
+    "univnet": _univnet,
     "voxtral_realtime": _voxtral_realtime,
+    "wavtokenizer_encoder": _mono,
     "xclip": _xclip,
     "xcodec": _mono,
 }

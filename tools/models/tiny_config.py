@@ -482,6 +482,8 @@ OVERRIDES = {
     "FastSpeech2ConformerHifiGanConfig": {"model_in_dim": SMALL_DIMS["num_mel_bins"]},
     # The quantizer works on the concatenated acoustic and semantic features.
     "XcodecConfig": {"codebook_dim": lambda c: c.acoustic_model_config.hidden_size + c.semantic_model_config.hidden_size},
+    # The codebook entries have the encoder's width (the default config ties them at 512).
+    "WavTokenizerEncoderConfig": {"codebook_dim": lambda c: c.hidden_size},
     # Axial position embeddings factor the sequence length (the harness's 8 tokens) and split the width.
     "ReformerConfig": {"axial_pos_shape": (2, 4), "axial_pos_embds_dim": lambda c: (c.hidden_size // 2,) * 2},
     # The upsampling convolution is depthwise over the model width; the quantizer's codebooks
