@@ -486,6 +486,9 @@ OVERRIDES = {
     "WavTokenizerEncoderConfig": {"codebook_dim": lambda c: c.hidden_size},
     # The Mamba mixer's inner width is its heads times the head width (1024 = 128 x 8 by default).
     "FalconH1Config": {"mamba_d_ssm": lambda c: c.mamba_n_heads * c.mamba_d_head},
+    # The encoder computes relative-position buckets with a hard-coded count of 32, whatever the
+    # bias table's size.
+    "MPNetConfig": {"relative_attention_num_buckets": KEEP},
     # Axial position embeddings factor the sequence length (the harness's 8 tokens) and split the width.
     "ReformerConfig": {"axial_pos_shape": (2, 4), "axial_pos_embds_dim": lambda c: (c.hidden_size // 2,) * 2},
     # The upsampling convolution is depthwise over the model width; the quantizer's codebooks
