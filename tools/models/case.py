@@ -550,6 +550,12 @@ def _univnet(x, cfg, g):
     x["noise_sequence"] = torch.randn(BATCH, frames, int(cfg.model_in_channels), generator=g)
 
 
+def _granite_speech5(x, cfg, g):
+    # GraniteSpeech5FeatureExtractor: (batch, frames, 4 * mel bins), the log-mels with their deltas
+    # and every two frames stacked.
+    x["input_features"] = torch.randn(BATCH, 16, 4 * int(_first(cfg, "num_mel_bins")), generator=g)
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -567,6 +573,8 @@ ARCH_INPUTS = {
     "fastspeech2_conformer_with_hifigan": _fastspeech2,
     "gemma4_audio": _gemma4_audio,
     "gemma4_vision": _gemma4_vision,
+    "granite_speech5_ctc": _granite_speech5,
+    "granite_speech5_encoder": _granite_speech5,
     "idefics": _idefics,
     "instructblip": lambda x, cfg, g: _query_placeholders(x, cfg, g, cfg.image_token_index),
     "instructblipvideo": lambda x, cfg, g: _query_placeholders(x, cfg, g, cfg.video_token_index, frames=4),
