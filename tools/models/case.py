@@ -556,6 +556,20 @@ def _granite_speech5(x, cfg, g):
     x["input_features"] = torch.randn(BATCH, 16, 4 * int(_first(cfg, "num_mel_bins")), generator=g)
 
 
+def _dia(x, cfg, g):
+    # DiaProcessor: the decoder reads audio codes as (batch, frames, num_channels), one column per
+    # codebook.
+    dec = cfg.decoder_config
+    x["decoder_input_ids"] = _token_ids(dec, (BATCH, DEC_SEQ, int(dec.num_channels)), g)
+
+
+def _kyutai_stt(x, cfg, g):
+    # Kyutai STT's inputs interleave per step the text token and one code of each audio codebook:
+    # (batch, sequence, 1 + num_codebooks), codes below codebook_vocab_size.
+    codes = torch.randint(0, int(cfg.codebook_vocab_size) - 1, (BATCH, SEQ, int(cfg.num_codebooks)), generator=g)
+    x["input_ids"] = torch.cat([x["input_ids"][..., None], codes], dim=-1)
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -569,6 +583,7 @@ ARCH_INPUTS = {
     "blip-2": lambda x, cfg, g: _query_placeholders(x, cfg, g, cfg.image_token_index),
     "bros": _bros,
     "clap": _clap,
+    "dia": _dia,
     "fastspeech2_conformer": _fastspeech2,
     "fastspeech2_conformer_with_hifigan": _fastspeech2,
     "gemma4_audio": _gemma4_audio,
@@ -580,6 +595,7 @@ ARCH_INPUTS = {
     "instructblipvideo": lambda x, cfg, g: _query_placeholders(x, cfg, g, cfg.video_token_index, frames=4),
     "kimi_k25_vision": _kimi_k25_vision,
     "kosmos-2": _kosmos2,
+    "kyutai_speech_to_text": _kyutai_stt,
     "lxmert": _lxmert,
     "minicpm_ocr_vision": _minicpm_vision,
     "minicpmv4_7_vision": _minicpm_vision,
@@ -660,7 +676,7 @@ def make_inputs(model_type, head, cls, cfg, g, layout=0) -> dict:
         x["labels"] = labels
     elif head.endswith("classification"):
         x["labels"] = torch.randint(0, 3, (BATCH,), generator=g)
-    elif enc_dec and "decoder_input_ids" in params:
+    elif enc_dec and "decoder_input_ids" in params and "decoder_input_ids" not in x:
         x["decoder_input_ids"] = _token_ids(cfg, (BATCH, DEC_SEQ), g)
     missing = [n for n, p in params.items()
                if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
