@@ -570,6 +570,14 @@ def _kyutai_stt(x, cfg, g):
     x["input_ids"] = torch.cat([x["input_ids"][..., None], codes], dim=-1)
 
 
+def _speecht5(x, cfg, g):
+    # SpeechT5Model without pre-nets (as built from a config): the encoder and decoder take
+    # already embedded sequences of the model width; the task models add the speech or text pre-nets.
+    width = int(cfg.hidden_size)
+    x["input_values"] = torch.randn(BATCH, SEQ, width, generator=g)
+    x["decoder_input_values"] = torch.randn(BATCH, DEC_SEQ, width, generator=g)
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -605,6 +613,7 @@ ARCH_INPUTS = {
     "pi0": _pi0,
     "qwen3_asr_encoder": _qwen3_asr,
     "seggpt": _seggpt,
+    "speecht5": _speecht5,
     "tvp": _tvp,
     "univnet": _univnet,
     "voxtral_realtime": _voxtral_realtime,
