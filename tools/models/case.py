@@ -578,6 +578,15 @@ def _speecht5(x, cfg, g):
     x["decoder_input_values"] = torch.randn(BATCH, DEC_SEQ, width, generator=g)
 
 
+def _timesfm(x, cfg, g):
+    # TimesFM reads the context in whole patches of patch_length (two here), with its padding
+    # indicator (none padded) and a frequency class.
+    length = 2 * int(cfg.patch_length)
+    x["past_values"] = torch.randn(BATCH, length, generator=g)
+    x["past_values_padding"] = torch.zeros(BATCH, length, dtype=torch.long)
+    x["freq"] = torch.zeros(BATCH, dtype=torch.long)
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -614,6 +623,7 @@ ARCH_INPUTS = {
     "qwen3_asr_encoder": _qwen3_asr,
     "seggpt": _seggpt,
     "speecht5": _speecht5,
+    "timesfm": _timesfm,
     "tvp": _tvp,
     "univnet": _univnet,
     "voxtral_realtime": _voxtral_realtime,
