@@ -489,6 +489,9 @@ OVERRIDES = {
     # The encoder computes relative-position buckets with a hard-coded count of 32, whatever the
     # bias table's size.
     "MPNetConfig": {"relative_attention_num_buckets": KEEP},
+    # One encoder block per stage of the per-stage lists; only the last stage (no sequence
+    # reduction) carries the class token.
+    "PvtConfig": {"num_encoder_blocks": lambda c: len(c.depths)},
     # Axial position embeddings factor the sequence length (the harness's 8 tokens) and split the width.
     "ReformerConfig": {"axial_pos_shape": (2, 4), "axial_pos_embds_dim": lambda c: (c.hidden_size // 2,) * 2},
     # The upsampling convolution is depthwise over the model width; the quantizer's codebooks
