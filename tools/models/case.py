@@ -587,6 +587,18 @@ def _timesfm(x, cfg, g):
     x["freq"] = torch.zeros(BATCH, dtype=torch.long)
 
 
+def _vibevoice_encoder(x, cfg, g):
+    # The acoustic tokenizer's encoder: (batch, channels, samples) audio.
+    x["hidden_states"] = torch.randn(BATCH, int(cfg.channels), AUDIO_SAMPLES, generator=g)
+    x.pop("input_values", None)  # the inherited main input name; the forward takes hidden_states
+
+
+def _vibevoice_decoder(x, cfg, g):
+    # The acoustic tokenizer's decoder: continuous latents, channels first (batch, hidden_size, frames).
+    x["hidden_states"] = torch.randn(BATCH, int(cfg.hidden_size), SEQ, generator=g)
+    x.pop("input_values", None)
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -626,6 +638,8 @@ ARCH_INPUTS = {
     "timesfm": _timesfm,
     "tvp": _tvp,
     "univnet": _univnet,
+    "vibevoice_acoustic_tokenizer_decoder": _vibevoice_decoder,
+    "vibevoice_acoustic_tokenizer_encoder": _vibevoice_encoder,
     "voxtral_realtime": _voxtral_realtime,
     "wavtokenizer_encoder": _mono,
     "xclip": _xclip,
