@@ -629,6 +629,7 @@ ARCH_INPUTS = {
     "minicpm_ocr_vision": _minicpm_vision,
     "minicpmv4_7_vision": _minicpm_vision,
     "molmo2": _molmo2,
+    "neucodec": _mono,
     "omdet-turbo": _omdet_turbo,
     "oneformer": _oneformer,
     "pi0": _pi0,

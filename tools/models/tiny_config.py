@@ -492,6 +492,8 @@ OVERRIDES = {
     # One encoder block per stage of the per-stage lists; only the last stage (no sequence
     # reduction) carries the class token.
     "PvtConfig": {"num_encoder_blocks": lambda c: len(c.depths)},
+    # The quantizer projects the concatenated acoustic and semantic features (1024 + 1024 by default).
+    "NeuCodecConfig": {"quantization_dim": lambda c: c.hidden_size + c.semantic_model_config.hidden_size},
     # Axial position embeddings factor the sequence length (the harness's 8 tokens) and split the width.
     "ReformerConfig": {"axial_pos_shape": (2, 4), "axial_pos_embds_dim": lambda c: (c.hidden_size // 2,) * 2},
     # The upsampling convolution is depthwise over the model width; the quantizer's codebooks
