@@ -494,6 +494,10 @@ OVERRIDES = {
     "PvtConfig": {"num_encoder_blocks": lambda c: len(c.depths)},
     # The quantizer projects the concatenated acoustic and semantic features (1024 + 1024 by default).
     "NeuCodecConfig": {"quantization_dim": lambda c: c.hidden_size + c.semantic_model_config.hidden_size},
+    # The feature pyramid's sizes are the ViT's patch grid upsampled 4x and 2x and as is
+    # ([[288, 288], [144, 144], [72, 72]] for 1008-pixel images of 14-pixel patches).
+    "Sam3VisionConfig": {"backbone_feature_sizes": lambda c: [
+        [c.backbone_config.image_size // c.backbone_config.patch_size * k] * 2 for k in (4, 2, 1)]},
     # Axial position embeddings factor the sequence length (the harness's 8 tokens) and split the width.
     "ReformerConfig": {"axial_pos_shape": (2, 4), "axial_pos_embds_dim": lambda c: (c.hidden_size // 2,) * 2},
     # The upsampling convolution is depthwise over the model width; the quantizer's codebooks
