@@ -599,6 +599,15 @@ def _vibevoice_decoder(x, cfg, g):
     x.pop("input_values", None)
 
 
+def _xcodec2(x, cfg, g):
+    # Xcodec2FeatureExtractor: mono audio and its semantic-encoder features at the same frame rate,
+    # one feature frame per hop_length samples (the acoustic encoder's downsampling).
+    frames = SEQ
+    x["input_values"] = torch.randn(BATCH, 1, frames * int(cfg.hop_length), generator=g)
+    width = int(_first(cfg.semantic_model_config, "feature_projection_input_dim"))
+    x["input_features"] = torch.randn(BATCH, frames, width, generator=g)
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -645,6 +654,7 @@ ARCH_INPUTS = {
     "wavtokenizer_encoder": _mono,
     "xclip": _xclip,
     "xcodec": _mono,
+    "xcodec2": _xcodec2,
 }
 
 

@@ -492,8 +492,9 @@ OVERRIDES = {
     # One encoder block per stage of the per-stage lists; only the last stage (no sequence
     # reduction) carries the class token.
     "PvtConfig": {"num_encoder_blocks": lambda c: len(c.depths)},
-    # The quantizer projects the concatenated acoustic and semantic features (1024 + 1024 by default).
+    # The quantizers project the concatenated acoustic and semantic features (1024 + 1024 by default).
     "NeuCodecConfig": {"quantization_dim": lambda c: c.hidden_size + c.semantic_model_config.hidden_size},
+    "Xcodec2Config": {"quantization_dim": lambda c: c.hidden_size + c.semantic_model_config.hidden_size},
     # The feature pyramid's sizes are the ViT's patch grid upsampled 4x and 2x and as is
     # ([[288, 288], [144, 144], [72, 72]] for 1008-pixel images of 14-pixel patches).
     "Sam3VisionConfig": {"backbone_feature_sizes": lambda c: [
