@@ -608,6 +608,15 @@ def _xcodec2(x, cfg, g):
     x["input_features"] = torch.randn(BATCH, frames, width, generator=g)
 
 
+def _fun_asr_nano(x, cfg, g):
+    # FunAsrNanoFeatureExtractor's low-frame-rate features: num_stacked_frames mel frames stacked
+    # per step, (batch, steps, num_mel_bins * num_stacked_frames), with the step mask.
+    width = int(cfg.num_mel_bins) * int(cfg.num_stacked_frames)
+    x["input_features"] = torch.randn(BATCH, 16, width, generator=g)
+    x["input_features_mask"] = torch.ones(BATCH, 16, dtype=torch.long)
+    x["input_features_mask"][1, -4:] = 0
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -624,6 +633,7 @@ ARCH_INPUTS = {
     "dia": _dia,
     "fastspeech2_conformer": _fastspeech2,
     "fastspeech2_conformer_with_hifigan": _fastspeech2,
+    "fun_asr_nano_encoder": _fun_asr_nano,
     "gemma4_audio": _gemma4_audio,
     "gemma4_vision": _gemma4_vision,
     "granite_speech5_ctc": _granite_speech5,
