@@ -617,6 +617,14 @@ def _fun_asr_nano(x, cfg, g):
     x["input_features_mask"][1, -4:] = 0
 
 
+def _glimmer_assistant(x, cfg, g):
+    # The drafter denoises a block of block_size embeddings given the target model's hidden states
+    # at its target_layer_ids, concatenated along the width, for the accepted context tokens.
+    width = int(cfg.hidden_size)
+    x["noise_embeds"] = torch.randn(BATCH, int(cfg.block_size), width, generator=g)
+    x["context_hidden_states"] = torch.randn(BATCH, SEQ, width * len(cfg.target_layer_ids), generator=g)
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -648,6 +656,7 @@ ARCH_INPUTS = {
     "minicpm_ocr_vision": _minicpm_vision,
     "minicpmv4_7_vision": _minicpm_vision,
     "molmo2": _molmo2,
+    "muse_glimmer_assistant": _glimmer_assistant,
     "neucodec": _mono,
     "omdet-turbo": _omdet_turbo,
     "oneformer": _oneformer,
