@@ -625,6 +625,15 @@ def _glimmer_assistant(x, cfg, g):
     x["context_hidden_states"] = torch.randn(BATCH, SEQ, width * len(cfg.target_layer_ids), generator=g)
 
 
+def _inkling2_vision(x, cfg, g):
+    # Inkling2's image processor: one (patch * merge, patch * merge, channels) tile in [-1, 1] per
+    # language-model image token, and each image's (t, h, w) grid counted in those tokens.
+    side = int(cfg.patch_size) * int(cfg.spatial_merge_size)
+    grid = torch.tensor([[1, 2, 2]] * BATCH)
+    x["image_grid_thw"] = grid
+    x["pixel_values"] = torch.rand(int(grid.prod(-1).sum()), side, side, _channels(cfg), generator=g) * 2 - 1
+
+
 def _molmo2(x, cfg, g):
     # Molmo2Processor's token types: 0 for text; a text-only batch is all text.
     x["mm_token_type_ids"] = torch.zeros(BATCH, SEQ, dtype=torch.long)
@@ -647,6 +656,7 @@ ARCH_INPUTS = {
     "granite_speech5_ctc": _granite_speech5,
     "granite_speech5_encoder": _granite_speech5,
     "idefics": _idefics,
+    "inkling2_vision": _inkling2_vision,
     "instructblip": lambda x, cfg, g: _query_placeholders(x, cfg, g, cfg.image_token_index),
     "instructblipvideo": lambda x, cfg, g: _query_placeholders(x, cfg, g, cfg.video_token_index, frames=4),
     "kimi_k25_vision": _kimi_k25_vision,
