@@ -423,6 +423,12 @@ def _vocab(cfg):
     return None
 
 
+def _conformer_block(cfg, part):
+    keys = ("num_attention_heads", "layers", "kernel_size", "attention_dropout_rate", "dropout_rate",
+            "positional_dropout_rate", "linear_units", "normalize_before", "concat_after")
+    return {k: _get(cfg, f"{part}_{k}") for k in keys}
+
+
 KEEP = object()  # an override that restores the default config's value
 # Per-config-class values the generic rules cannot derive (a callable takes the shrunk config).
 OVERRIDES = {
@@ -430,6 +436,9 @@ OVERRIDES = {
     # to round_filters(1280), which hidden_dim must equal once width_coefficient is 1.
     "EfficientNetConfig": {"in_channels": KEEP, "hidden_dim": 1280},
     "AlignVisionConfig": {"in_channels": KEEP, "hidden_dim": 1280},
+    # The image embedding is the pooled last stage (its channels scaled by width_coefficient), which
+    # the contrastive product meets with the projected text embedding.
+    "AlignConfig": {"projection_dim": lambda c: int(c.vision_config.out_channels[-1] * c.vision_config.width_coefficient)},
     # Token embeddings are the concatenation of four coordinate and two shape embeddings.
     "LayoutLMv3Config": {"coordinate_size": lambda c: c.hidden_size // 8, "shape_size": lambda c: c.hidden_size // 4},
     # Six box-coordinate embeddings of hidden_size // 6 each must add up to the width.
@@ -438,6 +447,58 @@ OVERRIDES = {
     "BridgeTowerConfig": {"hidden_size": 64},
     "BridgeTowerTextConfig": {"hidden_size": 64},
     "BridgeTowerVisionConfig": {"hidden_size": 64},
+    # The box embedding widths are derived from the width at construction of the config; each of the
+    # eight coordinates needs an even sinusoid width, so the width is at least 64.
+    "BrosConfig": {"hidden_size": 64, "dim_bbox_sinusoid_emb_2d": lambda c: c.hidden_size // 4,
+                   "dim_bbox_sinusoid_emb_1d": lambda c: c.hidden_size // 4 // c.dim_bbox,
+                   "dim_bbox_projection": lambda c: c.hidden_size // c.num_attention_heads},
+    # The encoder and decoder read their sizes and dropout rates from dicts the config derives from
+    # its flat attributes at construction; they are derived again from the shrunk attributes.
+    "FastSpeech2ConformerConfig": {"encoder_config": lambda c: _conformer_block(c, "encoder"),
+                                   "decoder_config": lambda c: _conformer_block(c, "decoder")},
+    # One layer per patching stage (the stages' patch sizes multiply to the samples per token).
+    "MuseSparkAudioConfig": {"num_hidden_layers": lambda c: len(c.hidden_sizes)},
+    # A shorter padded filter bank than the released 1024 frames: fewer patches, same layout.
+    "ASTConfig": {"max_length": 64},
+    # Frames are padded to max_img_size with a learned prompt visual_prompt_size wide.
+    "TvpConfig": {"max_img_size": 64, "visual_prompt_size": 8},
+    # The model sees the prompt image stacked above the input image: twice as high as wide.
+    "SegGptConfig": {"image_size": [64, 32]},
+    # The default configs leave the image / video placeholder id unset (the released checkpoints add
+    # it to the tokenizer); 32 query tokens per image or frame would make a long prompt.
+    "InstructBlipVideoConfig": {"num_query_tokens": 4, "video_token_index": VOCAB - 1},
+    "InstructBlipConfig": {"num_query_tokens": 4, "image_token_index": VOCAB - 1},
+    "Blip2Config": {"num_query_tokens": 4, "image_token_index": VOCAB - 1},
+    # The audio tower is a Swin over the mel spectrogram folded into a spec_size square: every
+    # stage's resolution a multiple of the window, as tiny Swin configs get for image_size; the
+    # last stage's frequency rows are grouped by spec_size // num_mel_bins, so at least that many.
+    "ClapAudioConfig": {"window_size": 2, "spec_size": lambda c: c.patch_size * 2 * 2 ** (len(c.depths) - 1),
+                        "num_mel_bins": lambda c: c.spec_size,
+                        # Each stage doubles the patch embedding width up to hidden_size.
+                        "hidden_size": 64, "patch_embeds_hidden_size": lambda c: c.hidden_size // 2 ** (len(c.depths) - 1)},
+    # The encoders' rotary width is at least 32, so a head must be at least that wide.
+    "ClvpEncoderConfig": {"hidden_size": lambda c: 32 * c.num_attention_heads},
+    # The vocoder reads the acoustic model's mel spectrogram.
+    "FastSpeech2ConformerHifiGanConfig": {"model_in_dim": SMALL_DIMS["num_mel_bins"]},
+    # The quantizer works on the concatenated acoustic and semantic features.
+    "XcodecConfig": {"codebook_dim": lambda c: c.acoustic_model_config.hidden_size + c.semantic_model_config.hidden_size},
+    # The codebook entries have the encoder's width (the default config ties them at 512).
+    "WavTokenizerEncoderConfig": {"codebook_dim": lambda c: c.hidden_size},
+    # The Mamba mixer's inner width is its heads times the head width (1024 = 128 x 8 by default).
+    "FalconH1Config": {"mamba_d_ssm": lambda c: c.mamba_n_heads * c.mamba_d_head},
+    # The encoder computes relative-position buckets with a hard-coded count of 32, whatever the
+    # bias table's size.
+    "MPNetConfig": {"relative_attention_num_buckets": KEEP},
+    # One encoder block per stage of the per-stage lists; only the last stage (no sequence
+    # reduction) carries the class token.
+    "PvtConfig": {"num_encoder_blocks": lambda c: len(c.depths)},
+    # The quantizers project the concatenated acoustic and semantic features (1024 + 1024 by default).
+    "NeuCodecConfig": {"quantization_dim": lambda c: c.hidden_size + c.semantic_model_config.hidden_size},
+    "Xcodec2Config": {"quantization_dim": lambda c: c.hidden_size + c.semantic_model_config.hidden_size},
+    # The feature pyramid's sizes are the ViT's patch grid upsampled 4x and 2x and as is
+    # ([[288, 288], [144, 144], [72, 72]] for 1008-pixel images of 14-pixel patches).
+    "Sam3VisionConfig": {"backbone_feature_sizes": lambda c: [
+        [c.backbone_config.image_size // c.backbone_config.patch_size * k] * 2 for k in (4, 2, 1)]},
     # Axial position embeddings factor the sequence length (the harness's 8 tokens) and split the width.
     "ReformerConfig": {"axial_pos_shape": (2, 4), "axial_pos_embds_dim": lambda c: (c.hidden_size // 2,) * 2},
     # The upsampling convolution is depthwise over the model width; the quantizer's codebooks
