@@ -391,6 +391,29 @@ def test_data_movement_of_every_width_is_bit_exact(dtype, numerics):
         assert torch_neuron.device_numerics_stats().get((op, str(dtype)[6:])) == 1
 
 
+@pytest.mark.timeout(60)
+def test_a_range_too_large_for_any_tensor_raises_as_on_cpu():
+    """torch.arange's size check runs in the kernel the native launch stands for: a range of
+    ~3e38 elements raises CPU's error at once instead of being scheduled."""
+    for dev in ("cpu", DEV):
+        with pytest.raises(RuntimeError, match="invalid size, possible overflow"):
+            torch.arange(1.175494351e-38, 3.402823466e+38, device=dev)
+    out = torch.empty(3, device=DEV)
+    torch.arange(0, 10, out=out)   # out= resized by torch, as on CPU
+    assert torch.equal(out.cpu(), torch.arange(0, 10, dtype=torch.float32))
+
+
+def test_foreach_pointwise_with_a_host_tensor_of_scalars():
+    """_foreach_addcmul/_addcdiv take their scalars as a CPU tensor, as CUDA allows."""
+    xs = [torch.randn(5, 3), torch.randn(4)]
+    ys, zs = [torch.randn_like(x) for x in xs], [torch.rand_like(x) + 0.5 for x in xs]
+    scalars = torch.tensor([0.5, -2.0])
+    for fn in (torch._foreach_addcmul, torch._foreach_addcdiv):
+        got = fn([x.to(DEV) for x in xs], [y.to(DEV) for y in ys], [z.to(DEV) for z in zs], scalars)
+        for g, w in zip(got, fn(xs, ys, zs, scalars)):
+            torch.testing.assert_close(g.cpu(), w)
+
+
 def test_int64_arange_and_its_host_policy(numerics):
     got = torch.arange(3, 300, 2, device=DEV)
     assert got.dtype == torch.int64 and torch.equal(got.cpu(), torch.arange(3, 300, 2))
@@ -409,10 +432,11 @@ def test_every_family_row_is_checked():
     rows = {op for op, e in neuron_kernels.table().items()
             if e.columns.get("binder") in ("pointwise", "foreach", "foreach_norm", "vector_norm", "cat",
                                            "fill", "arange", "index_select", "nll_loss", "nll_loss_backward",
-                                           "softmax_backward", "embedding_backward")
+                                           "softmax_backward", "embedding_backward", "triangle", "foreach_copy")
             or op in ("aten::max", "aten::min", "aten::any", "aten::any.dim", "aten::any.dims", "aten::all",
                           "aten::all.dim", "aten::all.dims")}
-    checked = set(POINTWISE) | set(FOREACH) | set(OTHER) | {"aten::arange.start_out", "aten::rsub.Scalar"} | set(ANY_ALL)
+    checked = set(POINTWISE) | set(FOREACH) | set(OTHER) | {"aten::arange.start_out", "aten::rsub.Scalar",
+                                                                "aten::_foreach_copy_"} | set(ANY_ALL)
     assert rows == checked, rows ^ checked
 
 

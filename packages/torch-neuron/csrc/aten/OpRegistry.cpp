@@ -18,9 +18,10 @@ thread_local std::unordered_map<const void*, OpInfo*> t_by_schema;
 // (set_cost_class); from the schema come views, out= arguments and the matrix operand.
 void classify(OpInfo& info, const c10::FunctionSchema* schema) {
   const std::string base = info.name.substr(0, info.name.find('.'));
-  // Index operands may live on the host (as CUDA allows), and _foreach_copy_ copies between
-  // devices entry by entry, as copy_ does.
-  info.accepts_cpu_tensors = base.find("index") != std::string::npos || base == "aten::_foreach_copy_";
+  // Index operands may live on the host (as CUDA allows), _foreach_copy_ copies between devices
+  // entry by entry, as copy_ does, and _foreach_addcmul/_addcdiv take a host tensor of scalars.
+  info.accepts_cpu_tensors = base.find("index") != std::string::npos || base == "aten::_foreach_copy_" ||
+                             base.rfind("aten::_foreach_addc", 0) == 0;
   if (schema) {
     const auto& rets = schema->returns();
     bool all_alias = !rets.empty();

@@ -378,9 +378,13 @@ def _bind_arange(c: Call):
     out = c["out"]
     if step == 0:
         raise NotCovered("step 0")
-    n = max(0, math.ceil((end - start) / step))
+    n = max(0, math.ceil((end - start) / step)) if math.isfinite((end - start) / step) else -1
     if n == 0:
         raise NotCovered("an empty range")
+    if n < 0 or n * out.element_size() > torch.neuron.get_device_properties().total_memory:
+        # torch sizes out= (and rejects a range too large for any tensor) in the kernel this launch
+        # stands for; a launch of that size is never scheduled
+        raise NotCovered(f"a range of {n} elements does not fit the device's memory")
     target = c.live["out"] if c.live is not None else None
     if out.dtype == torch.int64:
         lo, hi = min(start, start + step * (n - 1)), max(start, start + step * (n - 1))
