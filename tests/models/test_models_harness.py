@@ -57,6 +57,8 @@ def test_sweep_runs_an_architecture_and_fails_on_a_stale_entry(tmp_path):
     data = json.loads((tmp_path / "out" / "dashboard.json").read_text())
     (rec,) = data["records"]
     assert rec["head"] == "causal_lm" and rec["ops_native"] > 0
+    assert sum(rec["native_ops"].values()) == rec["ops_native"] and "aten::mm" in rec["native_ops"]
+    assert data["native_overloads"] == {op: 1 for op in rec["native_ops"]}
     assert rec["bf16"]["status"] == "pass"
     assert (tmp_path / "out" / "dashboard.md").read_text().count("| gpt2 |") >= 1
 

@@ -42,6 +42,15 @@ def fallback_ranking(records) -> list[dict]:
     return sorted(rows, key=lambda row: (-row["architectures"], -row["executions"], row["op"]))
 
 
+def native_overloads(records) -> dict:
+    """Overload -> number of architectures that executed it natively (on their own arguments)."""
+    archs = collections.Counter()
+    for r in records:
+        for op in r.get("native_ops") or {}:
+            archs[op] += 1
+    return dict(sorted(archs.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def summary_line(s) -> str:
     return f"models: attempted={s['attempted']} cpu_ok={s['cpu_ok']} neuron_ok={s['neuron_ok']} rate={s['rate']:.1f}%"
 
@@ -57,7 +66,7 @@ def write(out_dir, records, restarts, stale, wall_s, extra=None):
     ranking = fallback_ranking(records)
     bf16 = [r for r in records if "bf16" in r]
     data = {"summary": s, "wall_s": round(wall_s, 1), "worker_restarts": restarts, "stale": stale,
-            "fallback_ranking": ranking, "records": records,
+            "fallback_ranking": ranking, "native_overloads": native_overloads(records), "records": records,
             "bf16": {"attempted": len(bf16), "pass": sum(r["bf16"]["status"] == "pass" for r in bf16)},
             **(extra or {})}
     (out / "dashboard.json").write_text(json.dumps(data, indent=1, sort_keys=False, default=str))
@@ -71,6 +80,7 @@ def write(out_dir, records, restarts, stale, wall_s, extra=None):
         "",
         f"Wall time {wall_s / 60:.1f} min; worker restarts {len(restarts)}; "
         f"host fallback executions {s['ops_fallback']} of {s['ops_native'] + s['ops_fallback']}; "
+        f"{len(native_overloads(records))} distinct ATen overloads executed natively; "
         f"tiny config + input generation skips {s['harness_skips_pct']}% of attempted "
         f"(including {s['cpu_fail_input_generation']} CPU failures that reproduce with the default config "
         f"but come from the generated inputs).",

@@ -248,6 +248,7 @@ def run_architecture(model_type: str, bf16: bool = False, report=lambda phase: N
     record["ops_native"] = sum(v["native"] for v in executed.values())
     record["ops_fallback"] = sum(v["fallback"] for v in executed.values())
     record["fallback_ops"] = {op: v["fallback"] for op, v in sorted(executed.items()) if v["fallback"]}
+    record["native_ops"] = {op: v["native"] for op, v in sorted(executed.items()) if v["native"]}
     dtypes: dict = {}
     for row in torch_neuron.get_op_stats():
         if row["fallback"]:
