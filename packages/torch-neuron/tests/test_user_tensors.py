@@ -418,3 +418,21 @@ def test_integer_histc(dtype):
     assert out.device == DEV
     assert out.dtype == dtype
     assert torch.equal(out.cpu(), ref.to(dtype))
+
+
+def test_parameter_data_moves_between_host_and_device_in_place():
+    """`p.data = t` across CPU and neuron and Module.to() keep each parameter object (the same
+    _cdata), as between CPU and CUDA; gradients then accumulate on the new device."""
+    p = torch.nn.Parameter(torch.randn(3, 4))
+    cdata = p._cdata
+    p.data = p.data.to("neuron")
+    assert p._cdata == cdata and p.device.type == "neuron" and isinstance(p, torch.nn.Parameter)
+    (p * 2).sum().backward()
+    assert p.grad.device.type == "neuron" and torch.equal(p.grad.cpu(), torch.full((3, 4), 2.0))
+    m = torch.nn.Linear(4, 2)
+    before = [q._cdata for q in m.parameters()]
+    m.to("neuron")
+    assert [q._cdata for q in m.parameters()] == before and m.weight.device.type == "neuron"
+    m.cpu()
+    assert [q._cdata for q in m.parameters()] == before and m.weight.device.type == "cpu"
+    assert torch._has_compatible_shallow_copy_type(torch.zeros(1), torch.zeros(1, device="neuron"))

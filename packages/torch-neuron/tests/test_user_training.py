@@ -169,12 +169,6 @@ def test_lazy_modules_moved_to_neuron_infer_shapes_like_cpu(make, shape):
     assert all(p.grad is not None and p.grad.device == DEV for p in dev_mod.parameters())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="torch 2.13's C++ set_data check (TensorImpl::has_compatible_shallow_copy_type) omits "
-    "PrivateUse1; fixed by patches/0014-c10-privateuse1-shallow-copy.patch, which needs a source "
-    "build of torch. Module.to() is covered by torch_neuron's runtime workaround.",
-)
 def test_param_data_assignment_moves_between_cpu_and_neuron():
     # `p.data = t` across devices works on CUDA; code that moves weights this way
     # (older training loops, weight loaders) must not fail on neuron.

@@ -232,6 +232,20 @@ void record_stream_op(at::Tensor& self, c10::Stream stream) {
 
 }  // namespace
 
+// c10's TensorImpl::has_compatible_shallow_copy_type lists the in-tree dense backends only and
+// leaves PrivateUse1 backends to register this operator. A dense neuron tensor is a plain
+// TensorImpl like a dense CPU one, so `param.data = t` across the two and nn.Module.to() keep the
+// parameter object and its identity, as they do between CPU and CUDA.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  auto dense = [](const at::Tensor& t) {
+    const c10::DispatchKeySet ks = t.key_set();
+    return ks.has_any(c10::DispatchKeySet(c10::DispatchKey::Dense)) &&
+           (ks.has_backend(c10::BackendComponent::CPUBit) || ks.has_backend(c10::BackendComponent::PrivateUse1Bit));
+  };
+  if (dense(self) && dense(from)) return true;
+  return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set());
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
   m.impl("empty_strided", TORCH_FN(empty_strided));
@@ -250,6 +264,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from_and_resize", TORCH_FN(_copy_from_and_resize));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
   m.impl("record_stream", TORCH_FN(record_stream_op));
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
 }
 
 }  // namespace torch_neuron

@@ -187,9 +187,11 @@ def _apply_grad_scaler() -> None:
 # ``torch._has_compatible_shallow_copy_type(old, new)`` holds; in torch 2.13 the C++ check
 # (``TensorImpl::has_compatible_shallow_copy_type``) lists CPU, CUDA, MPS, HIP, XPU, HPU and
 # MTIA but not PrivateUse1, so moving a module to or from neuron replaces every Parameter.
-# The fix is C++ (no repacked wheel can carry it): until torch has it, ``_apply`` is wrapped,
-# and after the stock conversion each replaced Parameter's contents are swapped into the
-# original object (``torch.utils.swap_tensors``) and every owner points at it again.
+# torch leaves PrivateUse1 backends to register ``aten::_has_compatible_shallow_copy_type``,
+# and torch_neuron's C++ library does (csrc/aten/Minimal.cpp), so the check below finds the fix
+# on the stock wheel and this wrapper stays uninstalled. It remains for a build of the library
+# without that kernel: ``_apply`` is wrapped, and after the stock conversion each replaced
+# Parameter's contents are swapped into the original object (``torch.utils.swap_tensors``).
 _apply_state = threading.local()
 _original_module_apply = torch.nn.Module._apply
 
