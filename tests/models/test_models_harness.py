@@ -148,7 +148,7 @@ def test_layout_boxes_are_ordered_corners_inside_the_2d_tables():
     import torch
     from tools.models import case, tiny_config
     cfg = tiny_config.tiny_config("udop", 0)
-    boxes = case._boxes(cfg, torch.Generator().manual_seed(0))
+    boxes = case.boxes(cfg, torch.Generator().manual_seed(0))
     assert boxes.shape == (case.BATCH, case.SEQ, 4)
     assert (boxes[..., 0] <= boxes[..., 2]).all() and (boxes[..., 1] <= boxes[..., 3]).all()
     assert boxes.min() >= 0 and boxes.max() < cfg.max_2d_position_embeddings
