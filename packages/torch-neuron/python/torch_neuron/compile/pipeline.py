@@ -112,7 +112,7 @@ def _build(lw: Lowering, g: chains.Group):
     """(the group's generated kernel, None) or (None, why it cannot be generated)."""
     try:
         chain, inputs, outputs, eager_bytes = lowering.chain_of(g)
-        name = lowering.group_name(len(stats.get()["fused_kernels"]) + len(stats.get()["unfused_chains"]), chain)
+        name = lowering.group_name(stats.count("fused_kernels") + stats.count("unfused_chains"), chain)
         info = lowering.build_kernel(name, chain, lw.options, lw.profile)
     except Exception as e:  # noqa: BLE001 - the chain's nodes run as eager ops; the reason is reported
         return None, f"{type(e).__name__}: {e}"

@@ -40,6 +40,12 @@ def get() -> dict:
     return out
 
 
+def count(key: str) -> int:
+    """How many entries the list ``key`` holds (no copy of the stats)."""
+    with _lock:
+        return len(_stats[key])
+
+
 def clear() -> None:
     global _stats
     with _lock:
