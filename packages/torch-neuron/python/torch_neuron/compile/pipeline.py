@@ -142,7 +142,7 @@ def _epilogue(g: chains.Group, min_chain: int) -> chains.Group | None:
     rest = list(g.nodes[1:])
     while rest and rest[0].target in chains.VIEWS and rest[0].args[0] is g.nodes[0]:
         rest.pop(0)
-    if sum(n.target not in chains.VIEWS for n in rest) < min_chain or any(n.target in chains.VIEWS for n in rest[:1]):
+    if not rest or rest[0].target in chains.VIEWS or sum(n.target not in chains.VIEWS for n in rest) < min_chain:
         return None
     return chains.Group(g.gid, g.rows, g.cols, rest, contract=0)
 
