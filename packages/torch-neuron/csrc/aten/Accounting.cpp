@@ -18,6 +18,8 @@ std::atomic<bool> g_warned_once{false};     // Once: the warning was shown
 std::atomic<bool> g_reporting_once{false};  // Once: a thread is deciding it
 std::atomic<FallbackReporter> g_reporter{nullptr};
 thread_local bool t_reporting = false;      // ops run by the reporter do not report
+// Native launches deferred by a compiled graph's run on this thread (null: not deferring).
+thread_local std::vector<DeferredLaunch>* t_deferred = nullptr;
 
 std::thread::id g_main_thread;
 std::atomic<bool> g_off_main{false};
@@ -93,9 +95,32 @@ void account(OpInfo& info, c10::DeviceIndex device, c10::ScalarType dtype, bool 
   count(info, dtype, native);
   if (info.is_view) return;
   const nsimLaunchCost cost = launch_cost(info, dtype, in, !native);
+  if (native && C10_UNLIKELY(t_deferred != nullptr)) {
+    t_deferred->push_back(DeferredLaunch{&info, device, current_queue(device), cost});
+    return;
+  }
   NEURON_CHECK(nsimLaunchWithCost(current_queue(device), info.name_id,
                                   native ? NSIM_LAUNCH_KERNEL : NSIM_LAUNCH_FALLBACK, &cost, nullptr,
                                   nullptr, nullptr));
+}
+
+void begin_deferred_launches() {
+  TORCH_CHECK(t_deferred == nullptr, "neuron: a compiled graph's launches are already being deferred on "
+              "this thread (a compiled graph ran inside another one)");
+  t_deferred = new std::vector<DeferredLaunch>();
+}
+
+std::vector<DeferredLaunch> end_deferred_launches() {
+  if (t_deferred == nullptr) return {};
+  std::vector<DeferredLaunch> out = std::move(*t_deferred);
+  delete t_deferred;
+  t_deferred = nullptr;
+  return out;
+}
+
+void place_deferred(const DeferredLaunch& l) {
+  NEURON_CHECK(nsimLaunchWithCost(l.queue, l.info->name_id, NSIM_LAUNCH_KERNEL, &l.cost, nullptr, nullptr,
+                                  nullptr));
 }
 
 void check_launch(const OpInfo& info, c10::DeviceIndex device) {

@@ -55,6 +55,23 @@ void count(OpInfo& info, c10::ScalarType dtype, bool native);
 void set_main_thread();
 bool ops_ran_off_main_thread();
 
+// Launches of one compiled graph. While deferral is on for this thread, native launches
+// are counted as usual but not placed on the timeline: the graph is one launch (one NEFF),
+// whose duration the compile backend models from the deferred kernels and places itself,
+// or, when it cannot, places each deferred launch as it would have been. Host fallbacks
+// and copies are placed at once either way.
+struct DeferredLaunch {
+  const OpInfo* info;
+  c10::DeviceIndex device;
+  nsimQueue queue;
+  nsimLaunchCost cost;
+};
+void begin_deferred_launches();
+// Ends deferral for this thread and returns the launches deferred since it began.
+std::vector<DeferredLaunch> end_deferred_launches();
+// Places a deferred launch on the queue it was issued to.
+void place_deferred(const DeferredLaunch& launch);
+
 // Policy switches (set from Python, which reads the environment registry).
 void set_strict(bool strict);
 bool strict();

@@ -85,6 +85,12 @@ bool report_with_python(const OpInfo& info, c10::ScalarType dtype, bool rejected
       .cast<bool>();
 }
 
+
+// Launches a compiled graph deferred, between end_deferred_launches and settle_deferred_launches.
+std::vector<DeferredLaunch>& pending_launches() {
+  thread_local std::vector<DeferredLaunch> pending;
+  return pending;
+}
 }  // namespace
 }  // namespace torch_neuron
 
@@ -183,6 +189,26 @@ PYBIND11_MODULE(_C, m) {
     in.native_ns = kernel_ns;
     account(op_info_by_name(op), static_cast<c10::DeviceIndex>(device),
             reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type, /*native=*/true, in);
+  });
+  // A compiled graph's run: native launches are counted but not placed until the end.
+  m.def("begin_deferred_launches", [] { begin_deferred_launches(); });
+  // Ends deferral and returns (op, device, kernel ns) per deferred launch, in issue order;
+  // settle_deferred_launches then places them one by one (place=True: the graph did not run
+  // as one launch) or drops them (the caller places the graph's launch).
+  m.def("end_deferred_launches", [] {
+    pending_launches() = end_deferred_launches();
+    py::list out;
+    for (const DeferredLaunch& l : pending_launches()) {
+      out.append(py::make_tuple(l.info->name, static_cast<int>(l.device), l.cost.duration_ns));
+    }
+    return out;
+  });
+  m.def("settle_deferred_launches", [](bool place) {
+    std::vector<DeferredLaunch> launches = std::move(pending_launches());
+    pending_launches().clear();
+    if (place) {
+      for (const DeferredLaunch& l : launches) place_deferred(l);
+    }
   });
   // Host cost class of `op` from op_table.yaml's cost_class column: matmul, reduction or
   // elementwise.

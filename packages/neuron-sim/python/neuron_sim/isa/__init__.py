@@ -15,11 +15,12 @@ from .execute import execute
 from .access import HBM, PSUM, SBUF, Access, Buffer
 from .builder import ProgramBuilder, register_internal_path
 from .program import Instr, Program
-from .timing import Schedule, instr_cost, schedule, schedule_grid
+from .timing import GraphSchedule, Schedule, instr_cost, schedule, schedule_graph, schedule_grid
 
 __all__ = [
     "DEFAULT_PROFILE", "PROFILES", "CoreCosts", "get_costs", "DTYPES", "dtype_name",
     "IsaError", "PartitionError", "ShapeError", "DTypeError", "MemoryKindError", "BankError", "CapacityError",
     "execute", "HBM", "SBUF", "PSUM", "Access", "Buffer", "Instr", "Program", "ProgramBuilder",
-    "register_internal_path", "Schedule", "instr_cost", "schedule", "schedule_grid",
+    "register_internal_path", "GraphSchedule", "Schedule", "instr_cost", "schedule", "schedule_graph",
+    "schedule_grid",
 ]

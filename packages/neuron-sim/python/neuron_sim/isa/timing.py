@@ -366,77 +366,189 @@ def _hbm_rect(a, row: int):
     return (b.phys, r0, r1 + 1, 0, row)
 
 
+class _Engines:
+    """Engine state shared by the programs placed one after another on one NeuronCore: when
+    each compute engine is free, each DMA engine's busy intervals, and the busy totals."""
+
+    def __init__(self, c: _costs.CoreCosts):
+        self.c = c
+        self.engine_free = {"tensor": 0.0, "vector": 0.0, "scalar": 0.0, "gpsimd": 0.0}
+        self.busy = {"tensor": 0.0, "vector": 0.0, "scalar": 0.0, "gpsimd": 0.0}
+        self.dma = [_EngineIntervals() for _ in range(c.dma_engines)]
+        self.queue_start: dict = {}
+        self.last = 0.0
+        self.floor = 0.0      # no instruction starts before this (the end of the last barrier)
+
+    def place(self, program: Program, part=0, hbm_keys=None, after=None, before=None):
+        """Schedules ``program``'s instructions on the engines; returns (start, end, cost) lists.
+
+        ``hbm_keys`` maps HBM buffers (by phys) to the graph-level tensors they are bound to;
+        an access to such a buffer also waits for ``after[key]`` (reads: the last write made
+        visible by an earlier program; writes: that or the last read) and the program's own
+        accesses are returned per key in ``before`` (key -> [write visible, read end])."""
+        c = self.c
+        instrs = program.instrs
+        written = set()
+        for ins in instrs:
+            for a in ins.writes:
+                written.add(a.buf.phys)
+        hbm_row = _hbm_row_bytes(program)
+        regions: dict[int, _Regions] = {}
+        for b in program.buffers:
+            if b.phys not in regions:
+                if b.kind == HBM:
+                    row = hbm_row.setdefault(b.phys, max(b.nbytes, 1))
+                    regions[b.phys] = _Regions(row, -(-b.nbytes // row))
+                else:
+                    regions[b.phys] = _Regions(b.row_bytes)
+
+        def rect_of(a):
+            return _hbm_rect(a, hbm_row[a.buf.phys]) if a.buf.kind == HBM else a.rect()
+        keys = hbm_keys or {}
+        engine_free, busy, dma, queue_start = self.engine_free, self.busy, self.dma, self.queue_start
+        start, end, costs_out = [], [], []
+        last = self.last
+        for ins in instrs:
+            ic = instr_cost(ins, c)
+            ready = self.floor
+            rrects = [rect_of(a) for a in ins.reads if a.buf.phys in written]
+            wrects = [rect_of(a) for a in ins.writes]
+            for rect in rrects:
+                t = regions[rect[0]].ready(rect, False)
+                if t > ready:
+                    ready = t
+            for rect in wrects:
+                t = regions[rect[0]].ready(rect, True)
+                if t > ready:
+                    ready = t
+            if keys:
+                for a in ins.reads:
+                    k = keys.get(a.buf.phys)
+                    if k is not None and k in after:
+                        ready = max(ready, after[k][0])
+                for a in ins.writes:
+                    k = keys.get(a.buf.phys)
+                    if k is not None and k in after:
+                        ready = max(ready, after[k][0], after[k][1])
+            if ic.engine == "dma":
+                q = (part, ins.queue)
+                t = max(ready + ic.fixed_ns, queue_start.get(q, 0.0))
+                dur = ic.occupancy_ns
+                while True:
+                    moved = False
+                    for e in ic.engines:
+                        t2 = dma[e].earliest(t, dur)
+                        if t2 > t:
+                            t, moved = t2, True
+                    if not moved:
+                        break
+                s, f = t, t + dur
+                for e in ic.engines:
+                    dma[e].add(s, f)
+                queue_start[q] = s
+                vis = f
+            else:
+                s = max(ready, engine_free[ic.engine])
+                f = s + ic.occupancy_ns
+                engine_free[ic.engine] = f
+                busy[ic.engine] += ic.occupancy_ns
+                vis = f + ic.latency_ns
+            for rect in rrects:
+                regions[rect[0]].record(rect, False, f, f)
+            for rect in wrects:
+                regions[rect[0]].record(rect, True, f, vis)
+            if keys:
+                for a in ins.reads:
+                    k = keys.get(a.buf.phys)
+                    if k is not None:
+                        r = before.setdefault(k, [0.0, 0.0])
+                        r[1] = max(r[1], f)
+                for a in ins.writes:
+                    k = keys.get(a.buf.phys)
+                    if k is not None:
+                        r = before.setdefault(k, [0.0, 0.0])
+                        r[0] = max(r[0], vis)
+            start.append(s)
+            end.append(f)
+            if vis > last:
+                last = vis
+            costs_out.append(ic)
+        self.last = last
+        return start, end, costs_out
+
+    def barrier(self, duration_ns: float) -> tuple[float, float]:
+        """Work the model does not see inside (a launch known by its duration only): it starts
+        when everything before it has finished, and nothing after it starts before it ends."""
+        s = max([self.last, self.floor, *self.engine_free.values()] + [iv.ends[-1] for iv in self.dma if iv.ends])
+        f = s + duration_ns
+        self.floor = self.last = f
+        return s, f
+
+
 def schedule(program: Program, profile=None) -> Schedule:
     """Schedule ``program`` on one NeuronCore of ``profile`` (default: the profile it was traced for)."""
     c = _costs.get_costs(profile or program.profile)
-    instrs = program.instrs
-    written = set()
-    for ins in instrs:
-        for a in ins.writes:
-            written.add(a.buf.phys)
-    hbm_row = _hbm_row_bytes(program)
-    regions: dict[int, _Regions] = {}
-    for b in program.buffers:
-        if b.phys not in regions:
-            if b.kind == HBM:
-                row = hbm_row.setdefault(b.phys, max(b.nbytes, 1))
-                regions[b.phys] = _Regions(row, -(-b.nbytes // row))
-            else:
-                regions[b.phys] = _Regions(b.row_bytes)
+    eng = _Engines(c)
+    start, end, costs_out = eng.place(program)
+    return Schedule(program, c, start, end, costs_out, eng.busy, eng.dma, eng.last)
 
-    def rect_of(a):
-        return _hbm_rect(a, hbm_row[a.buf.phys]) if a.buf.kind == HBM else a.rect()
-    engine_free = {"tensor": 0.0, "vector": 0.0, "scalar": 0.0, "gpsimd": 0.0}
-    busy = {"tensor": 0.0, "vector": 0.0, "scalar": 0.0, "gpsimd": 0.0}
-    dma = [_EngineIntervals() for _ in range(c.dma_engines)]
-    queue_start: dict[int, float] = {}
-    start, end, costs_out = [], [], []
-    last = 0.0
-    for ins in instrs:
-        ic = instr_cost(ins, c)
-        ready = 0.0
-        rrects = [rect_of(a) for a in ins.reads if a.buf.phys in written]
-        wrects = [rect_of(a) for a in ins.writes]
-        for rect in rrects:
-            t = regions[rect[0]].ready(rect, False)
-            if t > ready:
-                ready = t
-        for rect in wrects:
-            t = regions[rect[0]].ready(rect, True)
-            if t > ready:
-                ready = t
-        if ic.engine == "dma":
-            t = max(ready + ic.fixed_ns, queue_start.get(ins.queue, 0.0))
-            dur = ic.occupancy_ns
-            while True:
-                moved = False
-                for e in ic.engines:
-                    t2 = dma[e].earliest(t, dur)
-                    if t2 > t:
-                        t, moved = t2, True
-                if not moved:
-                    break
-            s, f = t, t + dur
-            for e in ic.engines:
-                dma[e].add(s, f)
-            queue_start[ins.queue] = s
-            vis = f
-        else:
-            s = max(ready, engine_free[ic.engine])
-            f = s + ic.occupancy_ns
-            engine_free[ic.engine] = f
-            busy[ic.engine] += ic.occupancy_ns
-            vis = f + ic.latency_ns
-        for rect in rrects:
-            regions[rect[0]].record(rect, False, f, f)
-        for rect in wrects:
-            regions[rect[0]].record(rect, True, f, vis)
-        start.append(s)
-        end.append(f)
-        if vis > last:
-            last = vis
-        costs_out.append(ic)
-    return Schedule(program, c, start, end, costs_out, busy, dma, last)
+
+class GraphSchedule:
+    """The result of ``schedule_graph``: one launch made of several programs."""
+
+    def __init__(self, latency_ns: float, busy_ns: dict, spans: list, dma_bytes: int, n_instructions: int):
+        self.latency_ns = latency_ns
+        self.busy_ns = busy_ns
+        self.spans = spans                  # (start, end) ns of each part, in order
+        self.dma_bytes = dma_bytes
+        self.n_instructions = n_instructions
+
+    def utilization(self) -> dict[str, float]:
+        lat = self.latency_ns or 1.0
+        return {k: v / lat for k, v in self.busy_ns.items()}
+
+
+def schedule_graph(parts: Sequence, profile=None) -> GraphSchedule:
+    """Schedule the kernels of one compiled graph as a single launch on one NeuronCore, the way
+    the Neuron compiler turns a graph into one NEFF: every engine (and DMA queue) runs the
+    kernels' instructions in graph order with no launch between them, so a kernel's loads of
+    tensors nobody in the graph writes (weights, graph inputs) start while earlier kernels
+    still compute, and its engines start as soon as theirs are free.
+
+    ``parts`` in graph order, each either ``(program, hbm_keys)`` -- ``hbm_keys`` maps the
+    program's HBM buffers (``Buffer.phys``) to hashable keys naming the graph's tensors, so an
+    access waits for the earlier programs' writes to the same tensor (reads), or for their
+    reads and writes of it (writes), at whole-tensor granularity -- or a number: a launch known
+    only by its duration (ns), placed as a barrier after everything before it."""
+    eng = None
+    after: dict = {}
+    spans, n, nbytes = [], 0, 0
+    for i, part in enumerate(parts):
+        if isinstance(part, (int, float)):
+            if eng is None:
+                eng = _Engines(_costs.get_costs(profile or _costs.DEFAULT_PROFILE))
+            spans.append(eng.barrier(float(part)))
+            continue
+        program, keys = part
+        if eng is None:
+            eng = _Engines(_costs.get_costs(profile or program.profile))
+        before: dict = {}
+        start, end, cost = eng.place(program, i, keys or {}, after, before)
+        for k, (w, r) in before.items():
+            a = after.setdefault(k, [0.0, 0.0])
+            a[0], a[1] = max(a[0], w), max(a[1], r)
+        spans.append((min(start, default=eng.last), max(end, default=eng.last)))
+        n += len(start)
+        nbytes += sum(c.nbytes for c in cost)
+    if eng is None:
+        return GraphSchedule(0.0, {}, [], 0, 0)
+    busy = dict(eng.busy)
+    merged = _EngineIntervals()
+    for iv in eng.dma:
+        for s, e in zip(iv.starts, iv.ends):
+            merged.add(s, e)
+    busy["dma"] = merged.busy()
+    return GraphSchedule(eng.last, busy, spans, nbytes, n)
 
 
 def schedule_grid(programs: Sequence[Program], profile=None) -> list[Schedule]:

@@ -22,7 +22,7 @@ import torch.fx as fx
 
 from ..native import binders, numerics
 from ..native.bridge import NotCovered, account_launch, host_view, table_name
-from . import stats
+from . import neff, stats
 
 # Op-table kernels the reports list as library kernels (the rest of the table is eager pointwise work).
 LIBRARY_KINDS = ("mm", "matmul", "bmm", "linear", "addmm", "softmax", "layer_norm", "layer_norm_backward",
@@ -168,6 +168,9 @@ class FusedKernel:
                 vals = self.reference(*[host_alias(t) if isinstance(t, torch.Tensor) else t for t in inputs])
                 for o, v in zip(outs, vals):
                     host_alias(o).copy_(v)
+        rec = neff.active()
+        if rec is not None:
+            rec.fused(self.name, self.programs(), inputs, outs)
         account_launch(f"neuron::{self.name}", self.outputs[0][2], dev.index, self.latency_ns)
         stats.record_launch(self)
         return tuple(outs)

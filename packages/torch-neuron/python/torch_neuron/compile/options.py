@@ -29,6 +29,7 @@ class CompileOptions:
     cache: bool = True             # generated kernels cached on disk (TORCH_NEURON_COMPILE_CACHE_DIR)
     dump_dir: str = ""             # non-empty: write each pass's output there (graphs, chains, kernel source)
     freeze_parameters: bool = True  # inference graphs: parameter-only work runs once per parameter version (freeze)
+    graph_launch: bool = True      # each graph is one launch (one NEFF) scheduled across its kernels (neff)
     mode: str = "default"
 
     def __post_init__(self):
@@ -44,7 +45,8 @@ class CompileOptions:
 
     def key(self) -> str:
         """Stable across processes: the fields that shape generated kernels (dump_dir does not)."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("dump_dir", "cache")}
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                  if f.name not in ("dump_dir", "cache", "graph_launch")}
         return hashlib.sha256(repr(sorted(fields.items())).encode()).hexdigest()[:16]
 
 

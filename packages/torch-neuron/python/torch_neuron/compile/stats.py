@@ -27,6 +27,7 @@ def _empty() -> dict:
         "fused_hbm_bytes": 0,        # HBM bytes of the fused launches (their programs' schedules)
         "fused_eager_hbm_bytes": 0,  # what the same ops move as separate eager kernels
         "numerics_launches": 0,      # fused launches whose values the generated program computed
+        "graph_launches": {},        # lowering -> {"latency_ns", "parts"}: the graph as one launch (neff)
     }
 
 
@@ -94,3 +95,13 @@ def record_launch(k) -> None:
 def record_numerics(k) -> None:
     with _lock:
         _stats["numerics_launches"] += 1
+
+
+def graph_launch(name: str, latency_ns: float, parts: int) -> None:
+    with _lock:
+        _stats["graph_launches"][name] = {"latency_ns": latency_ns, "parts": parts}
+
+
+def graph_launches() -> dict:
+    with _lock:
+        return dict(_stats["graph_launches"])

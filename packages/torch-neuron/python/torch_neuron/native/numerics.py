@@ -19,6 +19,7 @@ from .bridge import NotCovered, from_numpy, host_view, name_of_c10
 NUMERICS_ENV = "TORCH_NEURON_DEVICE_NUMERICS"
 _executions: dict[tuple[str, str], int] = {}
 installed = False
+_enabled = False
 
 
 def _operand(t) -> np.ndarray:
@@ -102,6 +103,7 @@ def set_device_numerics(enabled: bool) -> None:
     Much slower than the host reference path (the simulator interprets every instruction);
     meant for checking kernels and low-precision numerics on small models.
     """
+    global _enabled
     if enabled:
         if not installed:
             raise RuntimeError(f"{NUMERICS_ENV}=1 / set_device_numerics(True) needs neuron_kernels "
@@ -109,10 +111,11 @@ def set_device_numerics(enabled: bool) -> None:
         _C.set_native_executor(execute)
     else:
         _C.set_native_executor(None)
+    _enabled = bool(enabled)
 
 
 def device_numerics_enabled() -> bool:
-    return bool(_C.native_executor_set())
+    return _enabled
 
 
 def device_numerics_stats() -> dict[tuple[str, str], int]:
