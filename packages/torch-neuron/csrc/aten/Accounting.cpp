@@ -95,8 +95,8 @@ void account(OpInfo& info, c10::DeviceIndex device, c10::ScalarType dtype, bool 
   count(info, dtype, native);
   if (info.is_view) return;
   const nsimLaunchCost cost = launch_cost(info, dtype, in, !native);
-  if (native && C10_UNLIKELY(t_deferred != nullptr)) {
-    t_deferred->push_back(DeferredLaunch{&info, device, current_queue(device), cost});
+  if (C10_UNLIKELY(t_deferred != nullptr)) {
+    t_deferred->push_back(DeferredLaunch{&info, device, current_queue(device), cost, native});
     return;
   }
   NEURON_CHECK(nsimLaunchWithCost(current_queue(device), info.name_id,
@@ -119,8 +119,8 @@ std::vector<DeferredLaunch> end_deferred_launches() {
 }
 
 void place_deferred(const DeferredLaunch& l) {
-  NEURON_CHECK(nsimLaunchWithCost(l.queue, l.info->name_id, NSIM_LAUNCH_KERNEL, &l.cost, nullptr, nullptr,
-                                  nullptr));
+  NEURON_CHECK(nsimLaunchWithCost(l.queue, l.info->name_id, l.native ? NSIM_LAUNCH_KERNEL : NSIM_LAUNCH_FALLBACK,
+                                  &l.cost, nullptr, nullptr, nullptr));
 }
 
 void check_launch(const OpInfo& info, c10::DeviceIndex device) {

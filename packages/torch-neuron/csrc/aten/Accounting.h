@@ -55,16 +55,17 @@ void count(OpInfo& info, c10::ScalarType dtype, bool native);
 void set_main_thread();
 bool ops_ran_off_main_thread();
 
-// Launches of one compiled graph. While deferral is on for this thread, native launches
-// are counted as usual but not placed on the timeline: the graph is one launch (one NEFF),
-// whose duration the compile backend models from the deferred kernels and places itself,
-// or, when it cannot, places each deferred launch as it would have been. Host fallbacks
-// and copies are placed at once either way.
+// Launches of one compiled graph. While deferral is on for this thread, launches are counted
+// as usual but not placed on the timeline: the compile backend places them afterwards, each
+// run of native kernels between host fallbacks as one launch (one NEFF) whose duration it
+// models from the deferred kernels, or each launch as it would have been. Copies are placed
+// at once.
 struct DeferredLaunch {
   const OpInfo* info;
   c10::DeviceIndex device;
   nsimQueue queue;
   nsimLaunchCost cost;
+  bool native;
 };
 void begin_deferred_launches();
 // Ends deferral for this thread and returns the launches deferred since it began.

@@ -190,26 +190,23 @@ PYBIND11_MODULE(_C, m) {
     account(op_info_by_name(op), static_cast<c10::DeviceIndex>(device),
             reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type, /*native=*/true, in);
   });
-  // A compiled graph's run: native launches are counted but not placed until the end.
+  // A compiled graph's run: its launches are counted but not placed until the end.
   m.def("begin_deferred_launches", [] { begin_deferred_launches(); });
-  // Ends deferral and returns (op, device, kernel ns) per deferred launch, in issue order;
-  // settle_deferred_launches then places them one by one (place=True: the graph did not run
-  // as one launch) or drops them (the caller places the graph's launch).
+  // Ends deferral and returns (op, device, kernel ns, native) per deferred launch, in issue
+  // order; they stay pending for place_deferred_launch until clear_deferred_launches.
   m.def("end_deferred_launches", [] {
     pending_launches() = end_deferred_launches();
     py::list out;
     for (const DeferredLaunch& l : pending_launches()) {
-      out.append(py::make_tuple(l.info->name, static_cast<int>(l.device), l.cost.duration_ns));
+      out.append(py::make_tuple(l.info->name, static_cast<int>(l.device), l.cost.duration_ns, l.native));
     }
     return out;
   });
-  m.def("settle_deferred_launches", [](bool place) {
-    std::vector<DeferredLaunch> launches = std::move(pending_launches());
-    pending_launches().clear();
-    if (place) {
-      for (const DeferredLaunch& l : launches) place_deferred(l);
-    }
+  m.def("place_deferred_launch", [](size_t i) {
+    TORCH_CHECK_INDEX(i < pending_launches().size(), "place_deferred_launch: no pending launch ", i);
+    place_deferred(pending_launches()[i]);
   });
+  m.def("clear_deferred_launches", [] { pending_launches().clear(); });
   // Host cost class of `op` from op_table.yaml's cost_class column: matmul, reduction or
   // elementwise.
   m.def("set_cost_class", [](const std::string& op, const std::string& cls) {

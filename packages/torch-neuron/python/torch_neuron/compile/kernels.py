@@ -138,7 +138,8 @@ class FusedKernel:
         self.input_nodes = inputs             # the graph nodes the kernel reads, in argument order
         self.output_nodes = outputs           # the graph nodes whose values it produces
         self.source = kernel_info["source"]   # the generated tile-language source
-        self.reference = reference            # the chain's ATen ops: host values, CPU graphs
+        self.reference = reference            # the chain's ATen ops (inputs, result tensors) -> results
+        self.written = kernel_info["written"]  # per result: the reference writes it into its tensor
         # (shape, stride, dtype) per result, as the unfused ops produced it
         self.outputs = [(tuple(o.meta["val"].shape), tuple(o.meta["val"].stride()), o.meta["val"].dtype)
                         for o in outputs]
@@ -159,15 +160,18 @@ class FusedKernel:
     def __call__(self, *inputs):
         dev = next((t.device for t in inputs if isinstance(t, torch.Tensor)), None)
         if dev is None or dev.type != "neuron":
-            return tuple(self.reference(*inputs))
+            outs = [torch.empty_strided(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.outputs]
+            return tuple(self.reference(*inputs, *outs))
         outs = [torch.empty_strided(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.outputs]
         if numerics.device_numerics_enabled():
             self._run_program(inputs, outs)
         else:
             with torch.no_grad():
-                vals = self.reference(*[host_alias(t) if isinstance(t, torch.Tensor) else t for t in inputs])
-                for o, v in zip(outs, vals):
-                    host_alias(o).copy_(v)
+                dests = [host_alias(o) for o in outs]
+                vals = self.reference(*[host_alias(t) if isinstance(t, torch.Tensor) else t for t in inputs], *dests)
+                for d, v, w in zip(dests, vals, self.written):
+                    if not w:
+                        d.copy_(v)
         rec = neff.active()
         if rec is not None:
             rec.fused(self.name, self.programs(), inputs, outs)

@@ -190,16 +190,42 @@ def _gelu_backward(emit, dy, x, approximate: str, dt: str, n):
     return emit("multiply", [dy, emit("add", [left, right], f, n)], dt, n)
 
 
-def reference_graph(g: Group, inputs: list, outputs: list) -> fx.GraphModule:
-    """The group's ATen nodes as their own graph: inputs -> tuple of outputs."""
+def _out_variant(op):
+    """(the out= overload of ATen ``op`` with the same arguments, its out argument's name), or None."""
+    if not isinstance(op, torch._ops.OpOverload):
+        return None
+    args = [(a.name, str(a.type)) for a in op._schema.arguments]
+    packet = op.overloadpacket
+    for name in packet.overloads():
+        o = getattr(packet, name)
+        outs = [a for a in o._schema.arguments if a.is_out]
+        if len(outs) == 1 and [(a.name, str(a.type)) for a in o._schema.arguments if not a.is_out] == args:
+            return o, outs[0].name
+    return None
+
+
+def reference_graph(g: Group, inputs: list, outputs: list) -> tuple[fx.GraphModule, tuple]:
+    """The group's ATen nodes as their own graph: (inputs, then one tensor per output to write) ->
+    tuple of outputs. A result whose op has an out= form is computed straight into its tensor;
+    the second value says which results were (the others are returned for the caller to copy)."""
     graph = fx.Graph()
     env = {}
     for i, a in enumerate(inputs):
         env[a] = graph.placeholder(f"in{i}")
+    dests = [graph.placeholder(f"out{k}") for k in range(len(outputs))]
+    slot = {o: k for k, o in enumerate(outputs)}
+    written = [False] * len(outputs)
     for n in g.nodes:
-        env[n] = graph.node_copy(n, lambda x: env[x])
+        v = _out_variant(n.target) if n in slot else None
+        if v is not None and isinstance(_val(n), torch.Tensor):
+            op, out_name = v
+            env[n] = graph.call_function(op, tuple(fx.node.map_arg(n.args, lambda x: env[x])),
+                                         {**fx.node.map_arg(n.kwargs, lambda x: env[x]), out_name: dests[slot[n]]})
+            written[slot[n]] = True
+        else:
+            env[n] = graph.node_copy(n, lambda x: env[x])
     graph.output(tuple(env[o] for o in outputs))
-    return fx.GraphModule(torch.nn.Module(), graph)
+    return fx.GraphModule(torch.nn.Module(), graph), tuple(written)
 
 
 def build_kernel(name: str, chain, options, profile: str) -> dict:

@@ -11,10 +11,11 @@ tensors the graph did not write (weights, inputs) overlap the kernels before it.
 is the graph's launch on the stream, with one launch overhead; the kernels' own launches are
 counted as executions but not placed (``_C.begin_deferred_launches``).
 
-A run that executes a host fallback is not one NEFF on the chip (the host computes between
-two of them): its launches are placed one by one, as in eager, and so are those of every
-later run of that graph. A launch the recorder cannot bind to programs (a runtime op the
-kernel library does not serve) enters the graph schedule as a barrier of its own duration.
+A host fallback cuts the graph (on the chip the host computes between two NEFFs): each run of
+native kernels between fallbacks is one launch, and the fallback is placed as in eager. A
+launch the recorder cannot bind to programs (a runtime op the kernel library does not serve)
+enters the schedule as a barrier of its own duration. A later run that issues other launches
+than the first (coverage decided by data) is placed launch by launch.
 """
 from __future__ import annotations
 
@@ -84,6 +85,7 @@ class Recorder:
     def __init__(self, profile: str):
         self.profile = profile
         self.parts: list[tuple[str, list]] = []    # (op, [(program, hbm keys), ...])
+        self.cursor = 0                             # the next part to match with a launch
 
     def fused(self, name: str, programs, inputs, outputs) -> None:
         keys_in = [_host_range(t)[0] for t in inputs if isinstance(t, torch.Tensor)]
@@ -176,23 +178,29 @@ def _remove_hook() -> None:
 
 
 class GraphLaunch:
-    """How one lowering's runs reach the timeline: one launch of ``latency_ns`` (None until
-    the first run was recorded), or each kernel's own launch (``per_op``)."""
+    """How one lowering's runs reach the timeline. The launches of its first run, in order, make
+    the plan: each run of two or more native kernels between host fallbacks is one launch of
+    its modelled latency (a NEFF), a fallback or a lone kernel is placed as it was issued. A
+    later run that issues other launches (data-dependent coverage) is placed launch by launch."""
 
     def __init__(self, name: str, profile: str):
         self.name = name
         self.profile = profile
-        self.latency_ns: float | None = None
-        self.ops: tuple = ()
-        self.per_op = False
+        self.plan: list | None = None     # per step: ("graph", first, last, latency ns) or ("one", index)
+        self.ops: tuple = ()              # (op, native) of every launch the plan was made from
         self.parts = 0
 
+    @property
+    def latency_ns(self) -> float | None:
+        """The modelled latency of the graph's launches (None before the first run, or when
+        every launch is placed on its own)."""
+        if not self.plan:
+            return None
+        graphs = [step[3] for step in self.plan if step[0] == "graph"]
+        return sum(graphs) if graphs else None
+
     def run(self, fn, args):
-        if self.per_op:
-            return fn(*args)
-        from .. import get_fallback_ops
-        first = self.latency_ns is None
-        before = get_fallback_ops() if first else None
+        first = self.plan is None
         rec = Recorder(self.profile) if first else None
         if first:
             _install_hook()
@@ -201,46 +209,77 @@ class GraphLaunch:
         try:
             out = fn(*args)
         except BaseException:
-            _C.end_deferred_launches()
-            _C.settle_deferred_launches(True)
+            self._place_each(_C.end_deferred_launches())
             raise
         finally:
             if first:
                 _local.recorder = None
                 _remove_hook()
         launches = _C.end_deferred_launches()
-        ops = tuple(op for op, _, _ in launches)
-        devices = {d for _, d, _ in launches}
+        ops = tuple((op, native) for op, _, _, native in launches)
         if first:
-            fell_back = any(n > before.get(op, 0) for op, n in get_fallback_ops().items())
-            if fell_back or len(devices) > 1 or not launches:
-                self.per_op = True
-            else:
-                self.ops = ops
-                self.latency_ns = self._schedule(rec, launches)
-        elif ops != self.ops or len(devices) > 1:
-            self.per_op = True       # the graph ran other kernels (a fallback): not one launch
-        _C.settle_deferred_launches(self.per_op)
-        if not self.per_op:
-            from ..native.bridge import account_launch
-            account_launch(f"neuron::{self.name}", torch.float32, devices.pop(), self.latency_ns)
+            self.ops = ops
+            self.plan = self._make_plan(rec, launches)
+        if ops != self.ops or len({d for _, d, _, _ in launches}) > 1:
+            self._place_each(launches)
+        else:
+            self._place(launches)
         return out
 
-    def _schedule(self, rec: Recorder, launches) -> float:
+    @staticmethod
+    def _place_each(launches) -> None:
+        for i in range(len(launches)):
+            _C.place_deferred_launch(i)
+        _C.clear_deferred_launches()
+
+    def _place(self, launches) -> None:
+        from ..native.bridge import account_launch
+        graphs = sum(1 for step in self.plan if step[0] == "graph")
+        k = 0
+        for step in self.plan:
+            if step[0] == "one":
+                _C.place_deferred_launch(step[1])
+                continue
+            name = f"neuron::{self.name}" if graphs == 1 else f"neuron::{self.name}_part{k}"
+            k += 1
+            account_launch(name, torch.float32, launches[step[1]][1], step[3])
+        _C.clear_deferred_launches()
+
+    def _make_plan(self, rec: Recorder, launches) -> list:
+        """Runs of native launches (two or more) become graph launches; the rest stay as issued."""
+        plan, run = [], []
+
+        def close():
+            if len(run) >= 2:
+                plan.append(("graph", run[0], run[-1], self._schedule(rec, launches, run)))
+            else:
+                plan.extend(("one", i) for i in run)
+            run.clear()
+        for i, (_, _, _, native) in enumerate(launches):
+            if native:
+                run.append(i)
+            else:
+                close()
+                plan.append(("one", i))
+        close()
+        return plan
+
+    def _schedule(self, rec: Recorder, launches, indices) -> float:
         from neuron_sim.isa import schedule_graph
 
-        parts, i = [], 0
+        parts = []
         recorded = rec.parts
-        for op, _, ns in launches:
+        for i in indices:
+            op, _, ns, _ = launches[i]
             # Launches and recorded calls are in the same order; a launch nobody recorded (a
             # runtime op outside the kernel library) or recorded without programs is a barrier.
-            j = next((k for k in range(i, len(recorded)) if recorded[k][0] == op), None)
+            j = next((k for k in range(rec.cursor, len(recorded)) if recorded[k][0] == op), None)
             if j is None or not recorded[j][1]:
                 parts.append(float(ns))
                 if j is not None:
-                    i = j + 1
+                    rec.cursor = j + 1
                 continue
             parts.extend(recorded[j][1])
-            i = j + 1
-        self.parts = len(parts)
+            rec.cursor = j + 1
+        self.parts += len(parts)
         return float(schedule_graph(parts, self.profile).latency_ns)

@@ -116,8 +116,8 @@ def _build(lw: Lowering, g: chains.Group):
         info = lowering.build_kernel(name, chain, lw.options, lw.profile)
     except Exception as e:  # noqa: BLE001 - the chain's nodes run as eager ops; the reason is reported
         return None, f"{type(e).__name__}: {e}"
-    ref = lowering.reference_graph(g, inputs, outputs)
-    return FusedKernel(name, chain, ref, inputs, outputs, {**info, "eager_bytes": eager_bytes},
+    ref, written = lowering.reference_graph(g, inputs, outputs)
+    return FusedKernel(name, chain, ref, inputs, outputs, {**info, "eager_bytes": eager_bytes, "written": written},
                        lowering.program_factory(chain, name, lw.profile)), None
 
 
