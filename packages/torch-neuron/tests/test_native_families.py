@@ -505,3 +505,24 @@ def test_mixed_dtype_and_alpha_binary_ops_run_the_generated_kernel(shape, numeri
         assert any(k[0] == op for k in stats), stats
         c = torch_neuron.get_executed_ops()[op]
         assert c["native"] >= 1 and not c["fallback"], (op, c)
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_foreach_list_entries_broadcast_to_their_first_operand(inplace, numerics):
+    """Compiled Adam/AdamW divide each moment by a 0-d bias correction (_foreach_div.List with
+    0-d ``other`` entries): one launch for the list, as CUDA's slow path broadcasts them."""
+    xs = [torch.randn(96), torch.randn(7, 33), torch.randn(130, 5)]
+    ds = [torch.tensor(0.5), torch.tensor(3.0), torch.rand(5) + 0.5]
+    fn = torch._foreach_div_ if inplace else torch._foreach_div
+    got = [x.to(DEV) for x in xs]
+    out = fn(got, [d.to(DEV) for d in ds])
+    want = [x / d for x, d in zip(xs, ds)]
+    for g, w in zip(got if inplace else out, want):
+        torch.testing.assert_close(g.cpu(), w)
+    op = "aten::_foreach_div_.List" if inplace else "aten::_foreach_div.List"
+    assert torch_neuron.get_executed_ops()[op] == {"native": 1, "fallback": 0}
+    # A first operand that would grow is not an entry the kernel writes: the host computes it.
+    torch_neuron.clear_op_tracking()
+    got = torch._foreach_div([torch.tensor(2.0, device=DEV)], [torch.full((3,), 4.0, device=DEV)])
+    torch.testing.assert_close(got[0].cpu(), torch.full((3,), 0.5))
+    assert torch_neuron.get_executed_ops()["aten::_foreach_div.List"]["fallback"] == 1

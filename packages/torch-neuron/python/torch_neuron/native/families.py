@@ -213,6 +213,14 @@ def _foreach_targets(c: Call, n: int):
     return tuple(r) if isinstance(r, (list, tuple)) else (None,) * n
 
 
+def _broadcasts_to(shape, target) -> bool:
+    """Whether an operand of ``shape`` broadcasts to ``target`` (a 0-d step size, a row)."""
+    try:
+        return tuple(torch.broadcast_shapes(shape, target)) == tuple(target)
+    except RuntimeError:
+        return False
+
+
 def _foreach(c: Call):
     """A foreach list as one launch of the row's expression per list entry."""
     e = _Expr(c, c.entry.columns["expression"], lists=True)
@@ -234,8 +242,9 @@ def _foreach(c: Call):
             if not isinstance(t, torch.Tensor):
                 raise NotCovered(f"{name}[{i}] is not a tensor")
             _check_operand(t, f"{name}[{i}]")
-            if t.shape != group[0].shape:
-                raise NotCovered(f"{name}[{i}] has shape {tuple(t.shape)}, {e.operands[0]}[{i}] {tuple(group[0].shape)}")
+            if t.shape != group[0].shape and not _broadcasts_to(t.shape, group[0].shape):
+                raise NotCovered(f"{name}[{i}] has shape {tuple(t.shape)}, {e.operands[0]}[{i}] {tuple(group[0].shape)}"
+                                 " (each entry's operands must broadcast to its first operand's shape)")
             if t.numel() == 0:
                 raise NotCovered(f"{name}[{i}] is empty")
         if dtype is None:
