@@ -178,18 +178,23 @@ PYBIND11_MODULE(_C, m) {
     TORCH_CHECK(THPDtype_Check(dtype.ptr()), "register_native: expected a torch.dtype");
     register_native(executed_op, entry, reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type);
   });
-  // Counts one native execution of `op` (a user tile kernel) and places a launch of
-  // launch overhead + kernel_ns, named `op`, on the current stream of `device`.
+  // Counts one native execution of `op` (a user tile kernel, a generated kernel) and places a
+  // launch of launch overhead + kernel_ns, named `op`, on the current stream of `device`;
+  // flops and bytes, when given, are the launch's counted arithmetic and operand traffic.
   m.def("launch_native_kernel", [](const std::string& op, py::object dtype, int device,
-                                   double kernel_ns) {
+                                   double kernel_ns, double flops, double bytes_in, double bytes_out) {
     TORCH_CHECK(THPDtype_Check(dtype.ptr()), "launch_native_kernel: expected a torch.dtype");
     check_device_index(static_cast<c10::DeviceIndex>(device));
     CostInputs in;
     in.native = true;
     in.native_ns = kernel_ns;
+    in.flops = flops;
+    in.bytes_in = bytes_in;
+    in.bytes_out = bytes_out;
     account(op_info_by_name(op), static_cast<c10::DeviceIndex>(device),
             reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type, /*native=*/true, in);
-  });
+  }, py::arg("op"), py::arg("dtype"), py::arg("device"), py::arg("kernel_ns"), py::arg("flops") = 0.0,
+     py::arg("bytes_in") = 0.0, py::arg("bytes_out") = 0.0);
   // A compiled graph's run: its launches are counted but not placed until the end.
   m.def("begin_deferred_launches", [] { begin_deferred_launches(); });
   // Ends deferral and returns (op, device, kernel ns, native) per deferred launch, in issue
@@ -207,6 +212,40 @@ PYBIND11_MODULE(_C, m) {
     place_deferred(pending_launches()[i]);
   });
   m.def("clear_deferred_launches", [] { pending_launches().clear(); });
+  // One launch standing for pending launches first..last (a compiled graph's run of native
+  // kernels, one NEFF): counted as one execution of `op`, placed on the first one's queue with
+  // the modelled latency `ns` and the busy time of each engine (tensor, vector, scalar, gpsimd,
+  // dma); its flops and bytes are the kernels' sums, its precision class that of the kernel
+  // with the most flops.
+  m.def("place_graph_launch", [](const std::string& op, size_t first, size_t last, double ns,
+                                 const std::vector<double>& busy) {
+    std::vector<DeferredLaunch>& p = pending_launches();
+    TORCH_CHECK_INDEX(first <= last && last < p.size(), "place_graph_launch: launches ", first, "..", last,
+                      " are not pending (", p.size(), " are)");
+    TORCH_CHECK_VALUE(busy.size() == NSIM_ENGINE_COUNT, "place_graph_launch: ", NSIM_ENGINE_COUNT,
+                      " engine busy times expected, got ", busy.size());
+    nsimLaunchCost c{};
+    c.model = NSIM_MODEL_KERNEL_SCHEDULE;
+    c.compute = NSIM_COMPUTE_VECTOR;
+    c.duration_ns = ns;
+    double most = -1.0;
+    for (size_t i = first; i <= last; ++i) {
+      const nsimLaunchCost& k = p[i].cost;
+      c.flops += k.flops;
+      c.bytes_read += k.bytes_read;
+      c.bytes_written += k.bytes_written;
+      if (k.compute == NSIM_COMPUTE_TENSOR) c.compute = NSIM_COMPUTE_TENSOR;
+      if (k.flops > most) {
+        most = k.flops;
+        c.dtype_class = k.dtype_class;
+      }
+    }
+    for (int e = 0; e < NSIM_ENGINE_COUNT; ++e) c.engine_busy_ns[e] = busy[e];
+    OpInfo& info = op_info_by_name(op);
+    count(info, c10::ScalarType::Float, /*native=*/true);
+    NEURON_CHECK(nsimLaunchWithCost(p[first].queue, info.name_id, NSIM_LAUNCH_KERNEL, &c, nullptr, nullptr,
+                                    nullptr));
+  });
   // Host cost class of `op` from op_table.yaml's cost_class column: matmul, reduction or
   // elementwise.
   m.def("set_cost_class", [](const std::string& op, const std::string& cls) {

@@ -5,6 +5,7 @@ engines, one launch overhead, the kernels still counted as native executions."""
 from __future__ import annotations
 
 import copy
+import time
 
 import neuron_sim
 import pytest
@@ -126,3 +127,27 @@ def test_training_steps_with_graph_launches_match_per_kernel_launches():
     (l_ops, t_ops), (l_graph, t_graph) = results
     assert l_graph == pytest.approx(l_ops, rel=1e-6)
     assert t_graph[-1] < t_ops[-1]
+
+
+@torch.no_grad()
+def test_the_graph_launch_carries_its_kernels_flops_and_engine_time():
+    """MFU and the engine report read the timeline: the graph's record counts every matmul's flops,
+    fused or not, and the busy time of each engine of its schedule."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(96, 384), nn.GELU(approximate="tanh"), nn.Linear(384, 96)).to(DEV)
+    x = torch.randn(512, 96, device=DEV)
+    want = 2 * 512 * 96 * 384 * 2                     # two matmuls
+    for graph in (False, True):
+        f = torch.compile(m, backend="neuron", options={"graph_launch": graph})
+        f(x)
+        torch.neuron.synchronize()
+        t = time.time_ns()
+        f(x)
+        torch.neuron.synchronize()
+        records = [r for r in neuron_sim.timeline(DEV.index) if r.host_ns >= t]
+        assert sum(r.flops for r in records) == pytest.approx(want)
+        if graph:
+            (r,) = records
+            assert r.name.endswith("_inference")
+            assert r.engine_busy_ns[0] > 0 and r.engine_busy_ns[4] > 0       # TensorE and DMA
+            assert max(r.engine_busy_ns) <= r.end_ns - r.start_ns

@@ -148,6 +148,14 @@ class FusedKernel:
         self.eager_bytes = kernel_info["eager_bytes"]
         self._program_factory = program_factory
         self._programs = None
+        self._flops = kernel_info.get("flops")
+
+    @property
+    def flops(self) -> float:
+        """The kernel's counted arithmetic (its matmul steps), from its programs."""
+        if self._flops is None:
+            self._flops = float(sum(i.attrs.get("flops", 0) for p in self.programs() for i in p.instrs))
+        return self._flops
 
     def __repr__(self) -> str:
         return f"FusedKernel({self.name}: {self.chain.describe()})"
@@ -175,7 +183,9 @@ class FusedKernel:
         rec = neff.active()
         if rec is not None:
             rec.fused(self.name, self.programs(), inputs, outs)
-        account_launch(f"neuron::{self.name}", self.outputs[0][2], dev.index, self.latency_ns)
+        account_launch(f"neuron::{self.name}", self.outputs[0][2], dev.index, self.latency_ns, self.flops,
+                       sum(t.numel() * t.element_size() for t in inputs if isinstance(t, torch.Tensor)),
+                       sum(o.numel() * o.element_size() for o in outs))
         stats.record_launch(self)
         return tuple(outs)
 

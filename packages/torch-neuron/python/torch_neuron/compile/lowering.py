@@ -242,7 +242,8 @@ def build_kernel(name: str, chain, options, profile: str) -> dict:
     specs = _specs(chain)
     sched = kernel.schedule(*specs, profile=profile)
     entry = {"source": kernel_source(chain, name), "latency_ns": float(sched.latency_ns),
-             "dma_bytes": int(sched.dma_bytes), "n_instructions": int(sched.n_instructions)}
+             "dma_bytes": int(sched.dma_bytes), "n_instructions": int(sched.n_instructions),
+             "flops": float(sched.flops)}
     if options.cache:
         stats.cache_event(False, cache.directory())
         cache.store(k, entry)

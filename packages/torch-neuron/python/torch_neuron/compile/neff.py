@@ -26,6 +26,7 @@ import torch
 from .. import _C
 
 _local = threading.local()
+ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")   # nsimLaunchCost.engine_busy_ns order
 
 
 def _host_range(t: torch.Tensor) -> tuple[int, int]:
@@ -186,7 +187,7 @@ class GraphLaunch:
     def __init__(self, name: str, profile: str):
         self.name = name
         self.profile = profile
-        self.plan: list | None = None     # per step: ("graph", first, last, latency ns) or ("one", index)
+        self.plan: list | None = None     # per step: ("graph", first, last, ns, busy) or ("one", index)
         self.ops: tuple = ()              # (op, native) of every launch the plan was made from
         self.parts = 0
 
@@ -233,7 +234,6 @@ class GraphLaunch:
         _C.clear_deferred_launches()
 
     def _place(self, launches) -> None:
-        from ..native.bridge import account_launch
         graphs = sum(1 for step in self.plan if step[0] == "graph")
         k = 0
         for step in self.plan:
@@ -242,7 +242,7 @@ class GraphLaunch:
                 continue
             name = f"neuron::{self.name}" if graphs == 1 else f"neuron::{self.name}_part{k}"
             k += 1
-            account_launch(name, torch.float32, launches[step[1]][1], step[3])
+            _C.place_graph_launch(name, step[1], step[2], step[3], list(step[4]))
         _C.clear_deferred_launches()
 
     def _make_plan(self, rec: Recorder, launches) -> list:
@@ -251,7 +251,7 @@ class GraphLaunch:
 
         def close():
             if len(run) >= 2:
-                plan.append(("graph", run[0], run[-1], self._schedule(rec, launches, run)))
+                plan.append(("graph", run[0], run[-1], *self._schedule(rec, launches, run)))
             else:
                 plan.extend(("one", i) for i in run)
             run.clear()
@@ -264,7 +264,9 @@ class GraphLaunch:
         close()
         return plan
 
-    def _schedule(self, rec: Recorder, launches, indices) -> float:
+    def _schedule(self, rec: Recorder, launches, indices) -> tuple[float, tuple]:
+        """(latency ns, busy ns of tensor, vector, scalar, gpsimd, dma) of launches ``indices``
+        scheduled as one."""
         from neuron_sim.isa import schedule_graph
 
         parts = []
@@ -282,4 +284,5 @@ class GraphLaunch:
             parts.extend(recorded[j][1])
             rec.cursor = j + 1
         self.parts += len(parts)
-        return float(schedule_graph(parts, self.profile).latency_ns)
+        g = schedule_graph(parts, self.profile)
+        return float(g.latency_ns), tuple(float(g.busy_ns.get(e, 0.0)) for e in ENGINES)

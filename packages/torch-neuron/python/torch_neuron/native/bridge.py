@@ -150,6 +150,8 @@ def device_profile(device: torch.device) -> str:
     return _profile_of(device.index if device.index is not None else _C.current_device())
 
 
-def account_launch(op: str, dtype: torch.dtype, device: int, kernel_ns: float) -> None:
-    """Counts one native execution of ``op`` and puts its launch on the current stream."""
-    _C.launch_native_kernel(op, dtype, device, float(kernel_ns))
+def account_launch(op: str, dtype: torch.dtype, device: int, kernel_ns: float, flops: float = 0.0,
+                   bytes_in: float = 0.0, bytes_out: float = 0.0) -> None:
+    """Counts one native execution of ``op`` and puts its launch on the current stream (with its
+    counted flops and operand bytes, when known, for MFU and traffic reports)."""
+    _C.launch_native_kernel(op, dtype, device, float(kernel_ns), float(flops), float(bytes_in), float(bytes_out))
