@@ -1,0 +1,140 @@
+"""The verified-overloads data (committed JSON) and the document generated from it.
+
+The data says, per ATen overload the models executed natively: per dtype, the shapes of the call
+replayed, its raggedness, the model it came from and the replay's result; which models executed it.
+It holds no tensor contents, so the document regenerates without rerunning the models.
+"""
+from __future__ import annotations
+
+import json
+
+from .record import DEMO, DEMO_ARGS, DEMO_MODEL, NINE, ROOT
+
+DATA = ROOT / "packages" / "torch-neuron" / "docs" / "native-verified.json"
+DOCUMENT = ROOT / "packages" / "torch-neuron" / "docs" / "native-verified.md"
+
+
+def claimed_overloads() -> list[str]:
+    """Every overload the op table says the backend executes natively (rows and executed_as)."""
+    import neuron_kernels
+
+    out = set()
+    for e in neuron_kernels.table().values():
+        out.add(e.aten)
+        out.update(e.columns.get("executed_as", ()))
+    return sorted(out)
+
+
+def counts(overload: dict) -> bool:
+    """An overload counts as verified when every dtype it was recorded in passed, one at a ragged shape."""
+    dts = overload["dtypes"].values()
+    return all(d["result"] == "pass" for d in dts) and any(d["ragged"] for d in dts)
+
+
+def build(merged: dict, results: dict, sweep: str) -> dict:
+    """The data from record.merge()'s calls and verify()'s results, both keyed by (overload, dtype)."""
+    overloads: dict = {}
+    for (op, dtype), m in sorted(merged.items()):
+        o = overloads.setdefault(op, {"dtypes": {}, "models": set()})
+        o["models"] |= m["models"]
+        r = results[(op, dtype)]
+        o["dtypes"][dtype] = {"shapes": m["call"].shapes(), "ragged": m["call"].raggedness(),
+                              "model": m["source"], "executions": m["executions"], "result": r["result"],
+                              **({"reason": r["reason"]} if r["result"] != "pass" else {})}
+    for o in overloads.values():
+        o["models"] = sorted(o["models"])
+    claimed = claimed_overloads()
+    return {"sweep": sweep, "overloads": overloads,
+            "claimed_not_executed": [c for c in claimed if c not in overloads],
+            "executed_not_claimed": sorted(op for op in overloads if op not in set(claimed))}
+
+
+def _models(models: list[str]) -> str:
+    parts = []
+    if DEMO_MODEL in models:
+        parts.append("demo")
+    nine = [m for m in NINE if m in models]
+    if nine:
+        parts.append(f"{len(nine)} of the nine ({', '.join(nine)})" if len(nine) < len(NINE) else "all nine")
+    rest = [m for m in models if m != DEMO_MODEL and m not in NINE]
+    if rest:
+        more = f", +{len(rest) - 4}" if len(rest) > 4 else ""
+        parts.append(f"{len(rest)} other architecture{'s' if len(rest) > 1 else ''} ({', '.join(rest[:4])}{more})")
+    return "; ".join(parts)
+
+
+def _shape(d: dict) -> str:
+    return " ".join(f"{s}" for s in d["shapes"]).replace(" ", "") or "-"
+
+
+def render(data: dict) -> str:
+    ov = data["overloads"]
+    verified = [op for op in sorted(ov) if counts(ov[op])]
+    strict = [op for op in verified if DEMO_MODEL in ov[op]["models"] or set(NINE) & set(ov[op]["models"])]
+    failing = [(op, dt, d) for op in sorted(ov) for dt, d in sorted(ov[op]["dtypes"].items()) if d["result"] != "pass"]
+    unragged = [op for op in sorted(ov) if not any(d["ragged"] for d in ov[op]["dtypes"].values())]
+    sweep = {"nine": "the nine architectures", "smoke": "the 30-architecture smoke subset (which holds the nine)",
+             "full": "every architecture of the full sweep"}[data["sweep"]]
+    lines = [
+        "# Natively verified ATen overloads",
+        "",
+        "Generated from `native-verified.json` by `python -m tools.overloads document --write`; the data",
+        "comes from `make test-native-verified` (record the models' native calls, replay each under device",
+        "numerics). Edit neither by hand.",
+        "",
+        f"**{len(verified)} ATen overloads verified natively**: executed natively by a model on its own",
+        "arguments, and the replay of that call on neuron under device numerics",
+        "(`TORCH_NEURON_DEVICE_NUMERICS=1`: values from the tile kernels in the ISA simulator) at a ragged",
+        f"shape ran natively and matched the same call on CPU. {len(strict)} of them are executed by the demo",
+        "or the nine-model test alone.",
+        "",
+        f"Models: the demo (`{DEMO.relative_to(ROOT)} {' '.join(DEMO_ARGS)}`, as",
+        "tests/e2e/test_demo_native_share.py runs it) and, through `python -m tools.models.run --record-native`,",
+        f"{sweep}: forward, backward and AdamW step as the sweep's case runs them (fp32, and bf16 autocast",
+        "for the smoke subset). The nine are those of tests/e2e/test_models_native_share.py.",
+        "",
+        "- **Recorded call**: for each (overload, dtype) executed natively, the backend's accounting hook",
+        "  (`torch_neuron.native.recording`) keeps one call's arguments as CPU copies with their sizes and",
+        "  strides, preferring the most ragged call over all models.",
+        "- **Ragged**: the call's largest tensor argument has an element count that is not a multiple of",
+        "  128, the partition count (`elements`), or else a dimension that is not (`dimension`).",
+        "- **Verified**: the replay on neuron counted the overload native and none on the host, a tile",
+        "  kernel ran, and every result and written argument (in-place self, out=) matched CPU: fp32 rtol",
+        "  and atol 2e-4, bf16 3e-2, fp16 3e-3, integers and bool exactly. An overload counts when every",
+        "  dtype it was recorded in passed and at least one of those calls is ragged.",
+        "",
+        "| overload | dtypes | ragged call replayed (argument shapes) | executed natively by |",
+        "|---|---|---|---|",
+    ]
+    for op in verified:
+        o = ov[op]
+        rag = [(dt, d) for dt, d in sorted(o["dtypes"].items()) if d["ragged"]]
+        dt, d = rag[0]
+        lines.append(f"| `{op}` | {', '.join(sorted(o['dtypes']))} | {dt} `{_shape(d)}` ({d['ragged']}; {d['model']}) "
+                     f"| {_models(o['models'])} |")
+    lines += ["", f"## Executed natively, failing verification ({len(failing)} overload-dtype pairs)", ""]
+    if failing:
+        lines += ["| overload | dtype | call (argument shapes) | failure |", "|---|---|---|---|"]
+        lines += [f"| `{op}` | {dt} | `{_shape(d)}` ({d['model']}) | {d['reason'].replace('|', '/')} |"
+                  for op, dt, d in failing]
+    lines += ["", f"## Executed natively at aligned shapes only ({len(unragged)})", "",
+              ", ".join(f"`{op}`" for op in unragged) or "-", "",
+              f"## Claimed by the op table, executed natively by no model ({len(data['claimed_not_executed'])})", "",
+              ", ".join(f"`{op}`" for op in data["claimed_not_executed"]) or "-", ""]
+    if data["executed_not_claimed"]:
+        lines += [f"## Executed natively, not in the op table ({len(data['executed_not_claimed'])})", "",
+                  ", ".join(f"`{op}`" for op in data["executed_not_claimed"]), ""]
+    return "\n".join(lines)
+
+
+def load() -> dict:
+    return json.loads(DATA.read_text())
+
+
+def save(data: dict) -> None:
+    DATA.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    DOCUMENT.write_text(render(data))
+
+
+def verified(data: dict) -> list[str]:
+    return [op for op in sorted(data["overloads"]) if counts(data["overloads"][op])]

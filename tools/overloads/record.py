@@ -1,0 +1,73 @@
+"""Recording the native calls of the models the native-share tests run.
+
+- the demo (``tools/demo/train_char_gpt.py --steps 3``, as tests/e2e/test_demo_native_share.py runs it);
+- the architectures of the transformers sweep (``tools.models.run --record-native``): the nine of
+  tests/e2e/test_models_native_share.py, the smoke subset (which holds the nine) or the full sweep.
+
+Each model's calls go to ``<calls>/<model>.pt`` (torch_neuron.native.recording); ``merge`` keeps
+one call per (overload, dtype) over all models, the most ragged, and which models executed it.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DEMO = ROOT / "tools" / "demo" / "train_char_gpt.py"
+DEMO_ARGS = ["--steps", "3"]
+NINE = ("gpt2", "llama", "mistral", "qwen2", "bert", "t5", "vit", "mixtral", "qwen2_moe")
+DEMO_MODEL = "demo"
+
+
+def record_demo(calls_dir: pathlib.Path) -> None:
+    """Runs the demo in a process of its own, recording its native calls into demo.pt."""
+    code = (
+        "import runpy, sys, torch\n"
+        "from torch_neuron.native.recording import NativeCallRecorder\n"
+        f"sys.argv = [{str(DEMO)!r}] + {DEMO_ARGS!r}\n"
+        "with NativeCallRecorder() as rec:\n"
+        "    try:\n"
+        f"        runpy.run_path({str(DEMO)!r}, run_name='__main__')\n"
+        "    except SystemExit as e:\n"
+        "        status = 'pass' if not e.code else f'exit {e.code}'\n"
+        f"torch.save({{'model': {DEMO_MODEL!r}, 'status': status, 'calls': rec.calls}}, "
+        f"{str(calls_dir / (DEMO_MODEL + '.pt'))!r})\n")
+    env = dict(os.environ, TORCH_NEURON_FALLBACK_WARN="0")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    if r.returncode:
+        raise RuntimeError(f"recording the demo failed (exit {r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-3000:]}")
+
+
+def record_sweep(calls_dir: pathlib.Path, sweep: str, workers: int, out: pathlib.Path) -> None:
+    """Runs the sweep's architectures (``nine``, ``smoke`` or ``full``) recording their native calls."""
+    cmd = [sys.executable, "-m", "tools.models.run", "--workers", str(workers), "--out", str(out),
+           "--record-native", str(calls_dir)]
+    if sweep == "nine":
+        cmd += ["--archs", ",".join(NINE)]
+    elif sweep == "smoke":
+        cmd += ["--smoke"]
+    elif sweep != "full":
+        raise ValueError(f"sweep {sweep!r}: one of nine, smoke, full")
+    env = dict(os.environ, TORCH_NEURON_FALLBACK_WARN="0")
+    # The sweep's own exit status (unexpected statuses, stale expectations) is its own test's
+    # concern; the calls recorded are what counts here.
+    subprocess.run(cmd, cwd=ROOT, env=env, timeout=4 * 3600, check=False)
+
+
+def merge(calls_dir: pathlib.Path) -> dict:
+    """{(overload, dtype): {"call": RecordedCall, "source": model of that call, "models": set,
+    "executions": n}} over every model file."""
+    import torch
+
+    merged: dict = {}
+    for path in sorted(calls_dir.glob("*.pt")):
+        data = torch.load(path, weights_only=False)
+        for key, rec in data["calls"].items():
+            m = merged.setdefault(key, {"call": rec.call, "source": data["model"], "models": set(), "executions": 0})
+            m["models"].add(data["model"])
+            m["executions"] += rec.executions
+            if rec.call.preference() > m["call"].preference():
+                m["call"], m["source"] = rec.call, data["model"]
+    return merged
