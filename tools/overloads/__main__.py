@@ -11,6 +11,7 @@ described in tools/overloads/document.py.
 from __future__ import annotations
 
 import argparse
+import json
 import pathlib
 import sys
 import time
@@ -73,7 +74,12 @@ def _verify(out: pathlib.Path, write: bool) -> int:
         res = results[key]
         print(f"[{i + 1:>3}/{len(merged)}] {key[0]:<48} {key[1]:<9} {m['call'].raggedness() or 'aligned':<9} "
               f"{res['result']:<4} {time.monotonic() - t:5.1f}s {res.get('reason', '')[:150]}", flush=True)
-    data = document.build(merged, results, (out / "sweep").read_text().strip())
+    counted = set()
+    sweep_dashboard = out / "models" / "dashboard.json"
+    if sweep_dashboard.exists():
+        for rec in json.loads(sweep_dashboard.read_text())["records"]:
+            counted |= set(rec.get("native_ops") or {})
+    data = document.build(merged, results, (out / "sweep").read_text().strip(), counted)
     n = len(document.verified(data))
     print(f"{n} ATen overloads verified natively of {len(data['overloads'])} executed natively "
           f"({len(merged)} overload-dtype pairs replayed in {time.monotonic() - t0:.0f} s)")

@@ -31,14 +31,16 @@ def counts(overload: dict) -> bool:
     return all(d["result"] == "pass" for d in dts) and any(d["ragged"] for d in dts)
 
 
-def build(merged: dict, results: dict, sweep: str) -> dict:
-    """The data from record.merge()'s calls and verify()'s results, both keyed by (overload, dtype)."""
+def build(merged: dict, results: dict, sweep: str, counted: set = frozenset()) -> dict:
+    """The data from record.merge()'s calls and verify()'s results, both keyed by (overload, dtype);
+    ``counted``: the overloads the backend's counters saw executed natively in the sweep."""
     overloads: dict = {}
     for (op, dtype), m in sorted(merged.items()):
         o = overloads.setdefault(op, {"dtypes": {}, "models": set()})
         o["models"] |= m["models"]
         r = results[(op, dtype)]
-        o["dtypes"][dtype] = {"shapes": m["call"].shapes(), "ragged": m["call"].raggedness(),
+        o["dtypes"][dtype] = {"shapes": m["call"].shapes(), "results": m["call"].result_sizes,
+                              "ragged": m["call"].raggedness(),
                               "model": m["source"], "executions": m["executions"], "result": r["result"],
                               **({"reason": r["reason"]} if r["result"] != "pass" else {})}
     for o in overloads.values():
@@ -46,7 +48,8 @@ def build(merged: dict, results: dict, sweep: str) -> dict:
     claimed = claimed_overloads()
     return {"sweep": sweep, "overloads": overloads,
             "claimed_not_executed": [c for c in claimed if c not in overloads],
-            "executed_not_claimed": sorted(op for op in overloads if op not in set(claimed))}
+            "executed_not_claimed": sorted(op for op in overloads if op not in set(claimed)),
+            "counted_without_kernel": sorted(set(counted) - set(overloads))}
 
 
 def _models(models: list[str]) -> str:
@@ -63,8 +66,18 @@ def _models(models: list[str]) -> str:
     return "; ".join(parts)
 
 
+def _compact(shape) -> str:
+    if shape and isinstance(shape[0], list) and (not shape[0] or isinstance(shape[0][0], list) or len(shape) > 3):
+        # a tensor list: its first tensors and how many more
+        head = ",".join(_compact(s) for s in shape[:2])
+        return f"[{head}" + (f",+{len(shape) - 2} more]" if len(shape) > 2 else "]")
+    return str(shape).replace(" ", "")
+
+
 def _shape(d: dict) -> str:
-    return " ".join(f"{s}" for s in d["shapes"]).replace(" ", "") or "-"
+    results = d.get("results") or []
+    shown = _compact(results) if len(results) > 3 else " ".join(_compact(s) for s in results)
+    return (" ".join(_compact(s) for s in d["shapes"]) or "-") + (f" -> {shown}" if results else "")
 
 
 def render(data: dict) -> str:
@@ -96,14 +109,15 @@ def render(data: dict) -> str:
         "- **Recorded call**: for each (overload, dtype) executed natively, the backend's accounting hook",
         "  (`torch_neuron.native.recording`) keeps one call's arguments as CPU copies with their sizes and",
         "  strides, preferring the most ragged call over all models.",
-        "- **Ragged**: the call's largest tensor argument has an element count that is not a multiple of",
-        "  128, the partition count (`elements`), or else a dimension that is not (`dimension`).",
+        "- **Ragged**: the largest tensor the call reads or writes (arguments and results, by element",
+        "  count) has an element count that is not a multiple of 128, the partition count (`elements`), or",
+        "  else a dimension that is not (`dimension`).",
         "- **Verified**: the replay on neuron counted the overload native and none on the host, a tile",
         "  kernel ran, and every result and written argument (in-place self, out=) matched CPU: fp32 rtol",
         "  and atol 2e-4, bf16 3e-2, fp16 3e-3, integers and bool exactly. An overload counts when every",
         "  dtype it was recorded in passed and at least one of those calls is ragged.",
         "",
-        "| overload | dtypes | ragged call replayed (argument shapes) | executed natively by |",
+        "| overload | dtypes | ragged call replayed (argument shapes -> result shapes; kind; model) | executed natively by |",
         "|---|---|---|---|",
     ]
     for op in verified:
@@ -114,13 +128,18 @@ def render(data: dict) -> str:
                      f"| {_models(o['models'])} |")
     lines += ["", f"## Executed natively, failing verification ({len(failing)} overload-dtype pairs)", ""]
     if failing:
-        lines += ["| overload | dtype | call (argument shapes) | failure |", "|---|---|---|---|"]
+        lines += ["| overload | dtype | call (argument shapes -> result shapes; model) | failure |", "|---|---|---|---|"]
         lines += [f"| `{op}` | {dt} | `{_shape(d)}` ({d['model']}) | {d['reason'].replace('|', '/')} |"
                   for op, dt, d in failing]
     lines += ["", f"## Executed natively at aligned shapes only ({len(unragged)})", "",
               ", ".join(f"`{op}`" for op in unragged) or "-", "",
               f"## Claimed by the op table, executed natively by no model ({len(data['claimed_not_executed'])})", "",
               ", ".join(f"`{op}`" for op in data["claimed_not_executed"]) or "-", ""]
+    if data.get("counted_without_kernel"):
+        lines += [f"## Counted native with no tile kernel ({len(data['counted_without_kernel'])})", "",
+                  "The backend counts these as native (device copies and scalar reads of the runtime), but no",
+                  "tile kernel computes them, so device numerics has nothing to replay; they are not in the op",
+                  "table and not in the count above: " + ", ".join(f"`{op}`" for op in data["counted_without_kernel"]), ""]
     if data["executed_not_claimed"]:
         lines += [f"## Executed natively, not in the op table ({len(data['executed_not_claimed'])})", "",
                   ", ".join(f"`{op}`" for op in data["executed_not_claimed"]), ""]
