@@ -42,7 +42,7 @@ help:
 	@echo "make test-upstream  PyTorch's device-generic tests against 'neuron'"
 	@echo "make test-models    every transformers architecture, tiny config, trained on 'neuron' vs CPU"
 	@echo "make test-native-verified  (long) record the models' native calls, replay each under device numerics"
-	@echo "                    vs CPU, rewrite packages/torch-neuron/docs/native-verified.{json,md} (NATIVE_VERIFIED_SWEEP=smoke|full)"
+	@echo "                    vs CPU, rewrite packages/torch-neuron/docs/native-verified.{json,md} (NATIVE_VERIFIED_SAMPLE=5)"
 	@echo "make patched-torch  build the patched torch wheel into a separate environment"
 	@echo "make lint           static checks"
 
@@ -171,11 +171,13 @@ test-upstream: install
 test-models: install
 	$(PY) -m tools.models.run --workers $(JOBS)
 
-# Long: the demo's and the sweep's own native calls, each (overload, dtype) replayed under device
-# numerics against CPU; rewrites the committed data and document (a sample runs in `make test`).
-NATIVE_VERIFIED_SWEEP ?= smoke
+# Long: the demo's and the sweep's own native calls (the smoke subset and every
+# NATIVE_VERIFIED_SAMPLE-th architecture of the full sweep; 1 = all), each (overload, dtype) replayed
+# under device numerics against CPU; rewrites the committed data and document (a sample runs in `make test`).
+NATIVE_VERIFIED_SAMPLE ?= 5
 test-native-verified: install
-	$(PY) -m tools.overloads record --sweep $(NATIVE_VERIFIED_SWEEP) --workers 1
+	$(PY) -m tools.overloads record --sweep smoke --workers 1
+	$(PY) -m tools.overloads record --sweep full --sample $(NATIVE_VERIFIED_SAMPLE) --add --workers 1
 	$(PY) -m tools.overloads verify
 
 patched-torch: install

@@ -1,6 +1,7 @@
 """Natively verified ATen overloads.
 
     python -m tools.overloads record --sweep smoke     # record the demo's and the sweep's native calls
+    python -m tools.overloads record --sweep full --sample 5 --add   # and every 5th architecture of the full sweep
     python -m tools.overloads verify                   # replay them under device numerics, write the data and
                                                        # document; exit 1 when a replay fails
     python -m tools.overloads document --check         # exit 1 when the document is stale against the data
@@ -26,6 +27,9 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("record", help="run the models, recording their native calls")
     r.add_argument("--sweep", choices=("nine", "smoke", "full"), default="smoke")
+    r.add_argument("--sample", type=int, help="with --sweep full: every k-th architecture")
+    r.add_argument("--add", action="store_true",
+                   help="keep the calls already recorded in --out (the demo is recorded when absent)")
     r.add_argument("--workers", type=int, default=1)
     r.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT)
     v = sub.add_parser("verify", help="replay every recorded call under device numerics; write the data")
@@ -39,11 +43,18 @@ def main(argv=None) -> int:
     if args.command == "record":
         calls = args.out / "calls"
         calls.mkdir(parents=True, exist_ok=True)
-        for old in calls.glob("*.pt"):
-            old.unlink()
-        (args.out / "sweep").write_text(args.sweep)
-        record.record_demo(calls)
-        record.record_sweep(calls, args.sweep, args.workers, args.out / "models")
+        sweeps = args.out / "sweeps"
+        if not args.add:
+            for old in calls.glob("*.pt"):
+                old.unlink()
+            sweeps.write_text("")
+        label = record.sweep_label(args.sweep, args.sample)
+        with open(sweeps, "a") as f:
+            f.write(label + "\n")
+        if not (calls / f"{record.DEMO_MODEL}.pt").exists():
+            record.record_demo(calls)
+        record.record_sweep(calls, args.sweep, args.workers, args.out / "models" / label.replace(", ", "-").replace(" ", "-"),
+                            args.sample)
         print(f"recorded {len(list(calls.glob('*.pt')))} models into {calls}")
         return 0
     if args.command == "verify":
@@ -75,11 +86,11 @@ def _verify(out: pathlib.Path, write: bool) -> int:
         print(f"[{i + 1:>3}/{len(merged)}] {key[0]:<48} {key[1]:<9} {m['call'].raggedness() or 'aligned':<9} "
               f"{res['result']:<4} {time.monotonic() - t:5.1f}s {res.get('reason', '')[:150]}", flush=True)
     counted = set()
-    sweep_dashboard = out / "models" / "dashboard.json"
-    if sweep_dashboard.exists():
+    for sweep_dashboard in (out / "models").glob("*/dashboard.json"):
         for rec in json.loads(sweep_dashboard.read_text())["records"]:
             counted |= set(rec.get("native_ops") or {})
-    data = document.build(merged, results, (out / "sweep").read_text().strip(), counted)
+    sweeps = [line for line in (out / "sweeps").read_text().splitlines() if line]
+    data = document.build(merged, results, sweeps, counted)
     n = len(document.verified(data))
     print(f"{n} ATen overloads verified natively of {len(data['overloads'])} executed natively "
           f"({len(merged)} overload-dtype pairs replayed in {time.monotonic() - t0:.0f} s)")

@@ -31,7 +31,7 @@ def counts(overload: dict) -> bool:
     return all(d["result"] == "pass" for d in dts) and any(d["ragged"] for d in dts)
 
 
-def build(merged: dict, results: dict, sweep: str, counted: set = frozenset()) -> dict:
+def build(merged: dict, results: dict, sweeps: list, counted: set = frozenset()) -> dict:
     """The data from record.merge()'s calls and verify()'s results, both keyed by (overload, dtype);
     ``counted``: the overloads the backend's counters saw executed natively in the sweep."""
     overloads: dict = {}
@@ -46,7 +46,8 @@ def build(merged: dict, results: dict, sweep: str, counted: set = frozenset()) -
     for o in overloads.values():
         o["models"] = sorted(o["models"])
     claimed = claimed_overloads()
-    return {"sweep": sweep, "overloads": overloads,
+    models = sorted(set().union(*(m["models"] for m in merged.values()))) if merged else []
+    return {"sweeps": sweeps, "models": models, "overloads": overloads,
             "claimed_not_executed": [c for c in claimed if c not in overloads],
             "executed_not_claimed": sorted(op for op in overloads if op not in set(claimed)),
             "counted_without_kernel": sorted(set(counted) - set(overloads))}
@@ -86,8 +87,10 @@ def render(data: dict) -> str:
     strict = [op for op in verified if DEMO_MODEL in ov[op]["models"] or set(NINE) & set(ov[op]["models"])]
     failing = [(op, dt, d) for op in sorted(ov) for dt, d in sorted(ov[op]["dtypes"].items()) if d["result"] != "pass"]
     unragged = [op for op in sorted(ov) if not any(d["ragged"] for d in ov[op]["dtypes"].values())]
-    sweep = {"nine": "the nine architectures", "smoke": "the 30-architecture smoke subset (which holds the nine)",
-             "full": "every architecture of the full sweep"}[data["sweep"]]
+    names = {"nine": "the nine architectures", "smoke": "the 30-architecture smoke subset (which holds the nine)",
+             "full": "every architecture of the full sweep"}
+    sweep = " and ".join(f"`{s}`" if s not in names else names[s] for s in data["sweeps"])
+    archs = [m for m in data["models"] if m != DEMO_MODEL]
     lines = [
         "# Natively verified ATen overloads",
         "",
@@ -103,8 +106,9 @@ def render(data: dict) -> str:
         "",
         f"Models: the demo (`{DEMO.relative_to(ROOT)} {' '.join(DEMO_ARGS)}`, as",
         "tests/e2e/test_demo_native_share.py runs it) and, through `python -m tools.models.run --record-native`,",
-        f"{sweep}: forward, backward and AdamW step as the sweep's case runs them (fp32, and bf16 autocast",
-        "for the smoke subset). The nine are those of tests/e2e/test_models_native_share.py.",
+        f"{sweep} ({len(archs)} architectures): forward, backward and AdamW step as the sweep's case runs",
+        "them (fp32, and bf16 autocast for the smoke subset). The nine are those of",
+        "tests/e2e/test_models_native_share.py.",
         "",
         "- **Recorded call**: for each (overload, dtype) executed natively, the backend's accounting hook",
         "  (`torch_neuron.native.recording`) keeps one call's arguments as CPU copies with their sizes and",

@@ -22,33 +22,48 @@ DEMO_MODEL = "demo"
 
 
 def record_demo(calls_dir: pathlib.Path) -> None:
-    """Runs the demo in a process of its own, recording its native calls into demo.pt."""
-    code = (
-        "import runpy, sys, torch\n"
-        "from torch_neuron.native.recording import NativeCallRecorder\n"
-        f"sys.argv = [{str(DEMO)!r}] + {DEMO_ARGS!r}\n"
-        "with NativeCallRecorder() as rec:\n"
-        "    try:\n"
-        f"        runpy.run_path({str(DEMO)!r}, run_name='__main__')\n"
-        "    except SystemExit as e:\n"
-        "        status = 'pass' if not e.code else f'exit {e.code}'\n"
-        f"torch.save({{'model': {DEMO_MODEL!r}, 'status': status, 'calls': rec.calls}}, "
-        f"{str(calls_dir / (DEMO_MODEL + '.pt'))!r})\n")
+    """Runs the demo in a process of its own (``python -m tools.overloads.record``), recording its
+    native calls into demo.pt."""
     env = dict(os.environ, TORCH_NEURON_FALLBACK_WARN="0")
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    r = subprocess.run([sys.executable, "-m", "tools.overloads.record", str(calls_dir / f"{DEMO_MODEL}.pt")],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     if r.returncode:
         raise RuntimeError(f"recording the demo failed (exit {r.returncode}):\n{r.stdout[-2000:]}{r.stderr[-3000:]}")
 
 
-def record_sweep(calls_dir: pathlib.Path, sweep: str, workers: int, out: pathlib.Path) -> None:
-    """Runs the sweep's architectures (``nine``, ``smoke`` or ``full``) recording their native calls."""
+def _run_demo_recorded(path: str) -> int:
+    import runpy
+
+    import torch
+    from torch_neuron.native.recording import NativeCallRecorder
+
+    sys.argv = [str(DEMO), *DEMO_ARGS]
+    status = "pass"
+    with NativeCallRecorder() as rec:
+        try:
+            runpy.run_path(str(DEMO), run_name="__main__")
+        except SystemExit as e:
+            status = "pass" if not e.code else f"exit {e.code}"
+    torch.save({"model": DEMO_MODEL, "status": status, "calls": rec.calls}, path)
+    return 0 if status == "pass" else 1
+
+
+def sweep_label(sweep: str, sample: int | None) -> str:
+    return f"{sweep}, every {sample}th architecture" if sample and sweep == "full" else sweep
+
+
+def record_sweep(calls_dir: pathlib.Path, sweep: str, workers: int, out: pathlib.Path, sample: int | None = None) -> None:
+    """Runs the sweep's architectures (``nine``, ``smoke`` or ``full``, of which every ``sample``-th)
+    recording their native calls."""
     cmd = [sys.executable, "-m", "tools.models.run", "--workers", str(workers), "--out", str(out),
            "--record-native", str(calls_dir)]
     if sweep == "nine":
         cmd += ["--archs", ",".join(NINE)]
     elif sweep == "smoke":
         cmd += ["--smoke"]
-    elif sweep != "full":
+    elif sweep == "full":
+        cmd += ["--sample", str(sample)] if sample else []
+    else:
         raise ValueError(f"sweep {sweep!r}: one of nine, smoke, full")
     env = dict(os.environ, TORCH_NEURON_FALLBACK_WARN="0")
     # The sweep's own exit status (unexpected statuses, stale expectations) is its own test's
@@ -71,3 +86,7 @@ def merge(calls_dir: pathlib.Path) -> dict:
             if rec.call.preference() > m["call"].preference():
                 m["call"], m["source"] = rec.call, data["model"]
     return merged
+
+
+if __name__ == "__main__":
+    sys.exit(_run_demo_recorded(sys.argv[1]))
