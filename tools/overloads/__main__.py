@@ -53,7 +53,7 @@ def main(argv=None) -> int:
             f.write(label + "\n")
         if not (calls / f"{record.DEMO_MODEL}.pt").exists():
             record.record_demo(calls)
-        record.record_sweep(calls, args.sweep, args.workers, args.out / "models" / label.replace(", ", "-").replace(" ", "-"),
+        record.record_sweep(calls, args.sweep, args.workers, args.out / "models" / label.replace(" ", "-"),
                             args.sample)
         print(f"recorded {len(list(calls.glob('*.pt')))} models into {calls}")
         return 0

@@ -45,11 +45,8 @@ def build(merged: dict, results: dict, sweeps: list, counted: set = frozenset())
                               **({"reason": r["reason"]} if r["result"] != "pass" else {})}
     for o in overloads.values():
         o["models"] = sorted(o["models"])
-    claimed = claimed_overloads()
     models = sorted(set().union(*(m["models"] for m in merged.values()))) if merged else []
     return {"sweeps": sweeps, "models": models, "overloads": overloads,
-            "claimed_not_executed": [c for c in claimed if c not in overloads],
-            "executed_not_claimed": sorted(op for op in overloads if op not in set(claimed)),
             "counted_without_kernel": sorted(set(counted) - set(overloads))}
 
 
@@ -82,14 +79,18 @@ def _shape(d: dict) -> str:
 
 
 def render(data: dict) -> str:
+    """The document: the data, against the op table as it is now (what it claims, what no model ran)."""
     ov = data["overloads"]
-    verified = [op for op in sorted(ov) if counts(ov[op])]
+    claimed = claimed_overloads()
+    not_executed = [c for c in claimed if c not in ov]
+    not_claimed = sorted(op for op in ov if op not in set(claimed))
+    verified = [op for op in sorted(ov) if counts(ov[op]) and op in set(claimed)]
     strict = [op for op in verified if DEMO_MODEL in ov[op]["models"] or set(NINE) & set(ov[op]["models"])]
     failing = [(op, dt, d) for op in sorted(ov) for dt, d in sorted(ov[op]["dtypes"].items()) if d["result"] != "pass"]
     unragged = [op for op in sorted(ov) if not any(d["ragged"] for d in ov[op]["dtypes"].values())]
     names = {"nine": "the nine architectures", "smoke": "the 30-architecture smoke subset (which holds the nine)",
              "full": "every architecture of the full sweep"}
-    sweep = " and ".join(f"`{s}`" if s not in names else names[s] for s in data["sweeps"])
+    sweep = " and ".join(names.get(s, s) for s in data["sweeps"])
     archs = [m for m in data["models"] if m != DEMO_MODEL]
     lines = [
         "# Natively verified ATen overloads",
@@ -98,8 +99,9 @@ def render(data: dict) -> str:
         "comes from `make test-native-verified` (record the models' native calls, replay each under device",
         "numerics). Edit neither by hand.",
         "",
-        f"**{len(verified)} ATen overloads verified natively**: executed natively by a model on its own",
-        "arguments, and the replay of that call on neuron under device numerics",
+        f"**{len(verified)} ATen overloads verified natively** (of {len(ov)} the models executed natively;",
+        f"the op table claims {len(claimed)}): executed natively by a model on its own arguments, and the",
+        "replay of that call on neuron under device numerics",
         "(`TORCH_NEURON_DEVICE_NUMERICS=1`: values from the tile kernels in the ISA simulator) at a ragged",
         f"shape ran natively and matched the same call on CPU. {len(strict)} of them are executed by the demo",
         "or the nine-model test alone.",
@@ -118,7 +120,8 @@ def render(data: dict) -> str:
         "  else a dimension that is not (`dimension`).",
         "- **Verified**: the replay on neuron counted the overload native and none on the host, a tile",
         "  kernel ran, and every result and written argument (in-place self, out=) matched CPU: fp32 rtol",
-        "  and atol 2e-4, bf16 3e-2, fp16 3e-3, integers and bool exactly. An overload counts when every",
+        "  and atol 2e-4, bf16 3e-2, fp16 3e-3 (a result's dtype or its call's floating inputs', the looser),",
+        "  integers and bool exactly. An overload counts when every",
         "  dtype it was recorded in passed and at least one of those calls is ragged.",
         "",
         "| overload | dtypes | ragged call replayed (argument shapes -> result shapes; kind; model) | executed natively by |",
@@ -137,16 +140,16 @@ def render(data: dict) -> str:
                   for op, dt, d in failing]
     lines += ["", f"## Executed natively at aligned shapes only ({len(unragged)})", "",
               ", ".join(f"`{op}`" for op in unragged) or "-", "",
-              f"## Claimed by the op table, executed natively by no model ({len(data['claimed_not_executed'])})", "",
-              ", ".join(f"`{op}`" for op in data["claimed_not_executed"]) or "-", ""]
+              f"## Claimed by the op table, executed natively by no model ({len(not_executed)} of {len(claimed)})", "",
+              ", ".join(f"`{op}`" for op in not_executed) or "-", ""]
     if data.get("counted_without_kernel"):
         lines += [f"## Counted native with no tile kernel ({len(data['counted_without_kernel'])})", "",
                   "The backend counts these as native (device copies and scalar reads of the runtime), but no",
                   "tile kernel computes them, so device numerics has nothing to replay; they are not in the op",
                   "table and not in the count above: " + ", ".join(f"`{op}`" for op in data["counted_without_kernel"]), ""]
-    if data["executed_not_claimed"]:
-        lines += [f"## Executed natively, not in the op table ({len(data['executed_not_claimed'])})", "",
-                  ", ".join(f"`{op}`" for op in data["executed_not_claimed"]), ""]
+    if not_claimed:
+        lines += [f"## Recorded native, no longer in the op table ({len(not_claimed)}; not counted)", "",
+                  ", ".join(f"`{op}`" for op in not_claimed), ""]
     return "\n".join(lines)
 
 
@@ -160,4 +163,6 @@ def save(data: dict) -> None:
 
 
 def verified(data: dict) -> list[str]:
-    return [op for op in sorted(data["overloads"]) if counts(data["overloads"][op])]
+    """The overloads that count: verified, and still claimed by the op table."""
+    claimed = set(claimed_overloads())
+    return [op for op in sorted(data["overloads"]) if counts(data["overloads"][op]) and op in claimed]

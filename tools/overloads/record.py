@@ -49,7 +49,7 @@ def _run_demo_recorded(path: str) -> int:
 
 
 def sweep_label(sweep: str, sample: int | None) -> str:
-    return f"{sweep}, every {sample}th architecture" if sample and sweep == "full" else sweep
+    return f"every {sample}th architecture of the full sweep" if sample and sweep == "full" else sweep
 
 
 def record_sweep(calls_dir: pathlib.Path, sweep: str, workers: int, out: pathlib.Path, sample: int | None = None) -> None:
