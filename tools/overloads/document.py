@@ -25,6 +25,13 @@ def claimed_overloads() -> list[str]:
     return sorted(out)
 
 
+def undispatched_rows() -> set[str]:
+    """Op-table rows torch never hands to the backend as themselves (the table's dispatched column)."""
+    import neuron_kernels
+
+    return {e.aten for e in neuron_kernels.table().values() if e.columns.get("dispatched") is not True}
+
+
 def counts(overload: dict) -> bool:
     """An overload counts as verified when every dtype it was recorded in passed, one at a ragged shape."""
     dts = overload["dtypes"].values()
@@ -83,6 +90,9 @@ def render(data: dict) -> str:
     ov = data["overloads"]
     claimed = claimed_overloads()
     not_executed = [c for c in claimed if c not in ov]
+    undispatched = undispatched_rows()
+    never = [c for c in not_executed if c in undispatched]
+    not_executed = [c for c in not_executed if c not in undispatched]
     not_claimed = sorted(op for op in ov if op not in set(claimed))
     verified = [op for op in sorted(ov) if counts(ov[op]) and op in set(claimed)]
     strict = [op for op in verified if DEMO_MODEL in ov[op]["models"] or set(NINE) & set(ov[op]["models"])]
@@ -140,8 +150,10 @@ def render(data: dict) -> str:
                   for op, dt, d in failing]
     lines += ["", f"## Executed natively at aligned shapes only ({len(unragged)})", "",
               ", ".join(f"`{op}`" for op in unragged) or "-", "",
-              f"## Claimed by the op table, executed natively by no model ({len(not_executed)} of {len(claimed)})", "",
-              ", ".join(f"`{op}`" for op in not_executed) or "-", ""]
+              f"## Claimed by the op table, executed natively by no model ({len(not_executed) + len(never)} of {len(claimed)})", "",
+              f"Dispatched to the backend ({len(not_executed)}): " + (", ".join(f"`{op}`" for op in not_executed) or "-"), "",
+              f"Rows torch never dispatches to the backend as themselves ({len(never)}; see native-coverage.md): "
+              + (", ".join(f"`{op}`" for op in never) or "-"), ""]
     if data.get("counted_without_kernel"):
         lines += [f"## Counted native with no tile kernel ({len(data['counted_without_kernel'])})", "",
                   "The backend counts these as native (device copies and scalar reads of the runtime), but no",
