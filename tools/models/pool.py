@@ -33,7 +33,8 @@ def _worker(conn, threads: int, record_dir=None):
         if msg is None:
             return
         arch, bf16 = msg
-        report = lambda phase: conn.send(("phase", arch, phase))  # noqa: E731
+        def report(phase, arch=arch):
+            conn.send(("phase", arch, phase))
         if record_dir:
             record = _recorded(arch, bf16, report, record_dir)
         else:

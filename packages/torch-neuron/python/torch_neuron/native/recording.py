@@ -39,7 +39,7 @@ class TensorArgument:
     stride: tuple
 
     @classmethod
-    def capture(cls, t: torch.Tensor) -> "TensorArgument":
+    def capture(cls, t: torch.Tensor) -> TensorArgument:
         t = t.detach()
         size, stride = tuple(t.shape), tuple(t.stride())
         if t.numel() == 0:
@@ -98,7 +98,7 @@ class RecordedCall:
     result_sizes: list = dataclasses.field(default_factory=list)
 
     @classmethod
-    def capture(cls, overload: str, inputs, results=()) -> "RecordedCall":
+    def capture(cls, overload: str, inputs, results=()) -> RecordedCall:
         return cls(overload, [_capture(v) for v in inputs], _result_sizes(results))
 
     def shapes(self) -> list:
@@ -192,7 +192,7 @@ class NativeCallRecorder:
         call = RecordedCall.capture(op, inputs, results)
         self.calls[key] = Recorded(call, 1 if have is None else have.executions)
 
-    def __enter__(self) -> "NativeCallRecorder":
+    def __enter__(self) -> NativeCallRecorder:
         numerics.add_observer(self._observe)
         return self
 
