@@ -170,7 +170,13 @@ def load() -> dict:
 
 
 def save(data: dict) -> None:
-    DATA.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    # One overload per line: small, and a rerun's diff reads per overload.
+    def dump(v):
+        return json.dumps(v, sort_keys=True, separators=(",", ":"))
+    rest = {k: v for k, v in data.items() if k != "overloads"}
+    lines = [f" {dump(k)}:{dump(v)}," for k, v in sorted(rest.items())]
+    body = ",\n".join(f"  {dump(op)}:{dump(o)}" for op, o in sorted(data["overloads"].items()))
+    DATA.write_text("{\n" + "\n".join(lines) + '\n "overloads":{\n' + body + "\n }\n}\n")
     DOCUMENT.write_text(render(data))
 
 
