@@ -27,7 +27,7 @@ pkg_files = $(wildcard $(shell git ls-files --cached --others --exclude-standard
               find packages/$(1) -type f -not -path '*/build/*' -not -path '*/__pycache__/*' \
               -not -path '*/.pytest_cache/*' -not -path '*.egg-info/*' -not -name '*.so' 2>/dev/null))
 
-.PHONY: install test demo bench test-upstream lint patched-torch clean help test-cpp test-pkg test-sanitize test-fuzz-long test-models test-kernels-full
+.PHONY: install test demo bench test-upstream lint patched-torch clean help test-cpp test-pkg test-sanitize test-fuzz-long test-models test-kernels-full test-native-verified
 
 help:
 	@echo "make install        create $(VENV), install torch==2.13.0, every package ($(PRESENT)) and $(ECOSYSTEM_REQUIREMENTS)"
@@ -41,6 +41,8 @@ help:
 	@echo "make bench          benchmarks (ratios against a baseline measured in the same run)"
 	@echo "make test-upstream  PyTorch's device-generic tests against 'neuron'"
 	@echo "make test-models    every transformers architecture, tiny config, trained on 'neuron' vs CPU"
+	@echo "make test-native-verified  (long) record the models' native calls, replay each under device numerics"
+	@echo "                    vs CPU, rewrite packages/torch-neuron/docs/native-verified.{json,md} (NATIVE_VERIFIED_SAMPLE=5)"
 	@echo "make patched-torch  build the patched torch wheel into a separate environment"
 	@echo "make lint           static checks"
 
@@ -168,6 +170,15 @@ test-upstream: install
 # Every architecture of transformers' MODEL_MAPPING_NAMES; dashboard in build/models/.
 test-models: install
 	$(PY) -m tools.models.run --workers $(JOBS)
+
+# Long: the demo's and the sweep's own native calls (the smoke subset and every
+# NATIVE_VERIFIED_SAMPLE-th architecture of the full sweep; 1 = all), each (overload, dtype) replayed
+# under device numerics against CPU; rewrites the committed data and document (a sample runs in `make test`).
+NATIVE_VERIFIED_SAMPLE ?= 5
+test-native-verified: install
+	$(PY) -m tools.overloads record --sweep smoke --workers 1
+	$(PY) -m tools.overloads record --sweep full --sample $(NATIVE_VERIFIED_SAMPLE) --add --workers 1
+	$(PY) -m tools.overloads verify
 
 patched-torch: install
 	$(PY) -m tools.patches build

@@ -15,7 +15,7 @@ import time
 STARTUP_LIMIT_S = 300
 
 
-def _worker(conn, threads: int):
+def _worker(conn, threads: int, record_dir=None):
     os.environ.setdefault("TORCH_NEURON_FALLBACK_WARN", "0")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -33,14 +33,32 @@ def _worker(conn, threads: int):
         if msg is None:
             return
         arch, bf16 = msg
-        record = training.run_architecture(arch, bf16=bf16, report=lambda phase: conn.send(("phase", arch, phase)))
+        def report(phase, arch=arch):
+            conn.send(("phase", arch, phase))
+        if record_dir:
+            record = _recorded(arch, bf16, report, record_dir)
+        else:
+            record = training.run_architecture(arch, bf16=bf16, report=report)
         conn.send(("result", arch, record))
 
 
+def _recorded(arch, bf16, report, record_dir):
+    """Runs the architecture while recording its native calls into record_dir/<arch>.pt."""
+    import torch
+    from torch_neuron.native.recording import NativeCallRecorder
+
+    from . import training
+    with NativeCallRecorder() as rec:
+        record = training.run_architecture(arch, bf16=bf16, report=report)
+    torch.save({"model": arch, "status": record.get("status"), "calls": rec.calls},
+               os.path.join(record_dir, f"{arch}.pt"))
+    return record
+
+
 class _Slot:
-    def __init__(self, ctx, threads):
+    def __init__(self, ctx, threads, record_dir=None):
         self.parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, threads), daemon=True)
+        self.proc = ctx.Process(target=_worker, args=(child, threads, record_dir), daemon=True)
         self.proc.start()
         child.close()
         self.ready = False
@@ -65,14 +83,19 @@ def _lost(arch, phase, why, elapsed):
             "wall_s": round(elapsed, 2), "worker_lost": why}
 
 
-def run(archs, workers=2, limit_s=180.0, bf16_subset=(), on_result=None):
-    """Runs every architecture; returns (records in input order, worker restarts)."""
+def run(archs, workers=2, limit_s=180.0, bf16_subset=(), on_result=None, record_dir=None):
+    """Runs every architecture; returns (records in input order, worker restarts).
+
+    With ``record_dir``, each architecture's native calls are recorded there (``<arch>.pt``,
+    torch_neuron.native.recording) for replay."""
     ctx = multiprocessing.get_context("spawn")
+    if record_dir:
+        os.makedirs(record_dir, exist_ok=True)
     threads = max(1, (os.cpu_count() or 1) // workers)
     todo = list(archs)
     results = {}
     restarts = []
-    slots = [_Slot(ctx, threads) for _ in range(min(workers, len(todo)) or 1)]
+    slots = [_Slot(ctx, threads, record_dir) for _ in range(min(workers, len(todo)) or 1)]
     try:
         while len(results) < len(archs):
             for slot in slots:
@@ -117,7 +140,7 @@ def run(archs, workers=2, limit_s=180.0, bf16_subset=(), on_result=None):
                 elif not slot.ready:
                     raise RuntimeError(f"a model worker {why} before running anything")
                 restarts.append({"arch": slot.arch, "phase": slot.phase, "why": why})
-                slots[i] = _Slot(ctx, threads)
+                slots[i] = _Slot(ctx, threads, record_dir)
     finally:
         for slot in slots:
             try:

@@ -5,6 +5,7 @@
     python -m tools.models.run --archs gpt2,t5 # chosen architectures
     python -m tools.models.run --archs gpt2 --merge   # rerun some, replace them in the full sweep's results
     python -m tools.models.run --from-results  # re-check the full sweep's results.jsonl
+    python -m tools.models.run --smoke --record-native DIR   # also record native calls for replay
 
 Writes build/models/dashboard.{md,json} (the smoke run: build/models/smoke/). The last line is
 `models: attempted=N cpu_ok=N neuron_ok=N rate=P%`. Exits 1 on an unexpected status, a stale
@@ -63,6 +64,8 @@ def main(argv=None) -> int:
                     help="with --archs: replace these architectures' records in the full sweep's results.jsonl "
                          "(build/models) and rewrite its dashboard")
     ap.add_argument("--out", help="output directory (default build/models, smoke: build/models/smoke)")
+    ap.add_argument("--record-native", metavar="DIR",
+                    help="record each architecture's native calls into DIR/<arch>.pt (python -m tools.overloads)")
     args = ap.parse_args(argv)
 
     from . import case, dashboard, expectations, pool
@@ -112,7 +115,8 @@ def main(argv=None) -> int:
                 log.flush()
                 show(record)
             records, restarts = pool.run(archs, workers=args.workers, limit_s=args.limit,
-                                         bf16_subset=set(SUBSET), on_result=on_result)
+                                         bf16_subset=set(SUBSET), on_result=on_result,
+                                         record_dir=args.record_native)
         wall = time.monotonic() - t0
         if args.merge:
             # The merged file keeps the full sweep's order; the dashboard then covers every architecture.

@@ -126,6 +126,17 @@ def test_softmax_and_log_softmax(dtype, shape):
     close(K.log_softmax(x), np.log(_softmax64(f64(x))), dtype, scale=10)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_log_softmax_of_rows_masked_with_the_dtypes_minimum(dtype):
+    # A fully masked row (every element finfo.min, as attention masks write) is uniform:
+    # log(1/C) per element, not 0.
+    x = rnd((5, 18), dtype, 17)
+    x[2] = np.finfo(np.float32).min if dtype == np.float32 else ml_dtypes.finfo(dtype).min
+    ref = np.log(_softmax64(f64(x) - f64(x).max(1, keepdims=True)))
+    close(K.log_softmax(x), ref, dtype)
+    np.testing.assert_allclose(np.asarray(K.log_softmax(x), np.float64)[2], -math.log(18), rtol=1e-2)
+
+
 def _ln64(x, w, b, eps):
     mu = x.mean(1, keepdims=True)
     rstd = 1 / np.sqrt(x.var(1, keepdims=True) + eps)

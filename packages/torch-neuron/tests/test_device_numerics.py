@@ -527,3 +527,13 @@ def test_int64_fills_write_both_words_on_the_device(value, numerics):
     assert torch_neuron.get_fallback_ops() == before
     torch.full((4,), 2**31 - 1, dtype=torch.int64, device=DEV)
     assert torch_neuron.get_fallback_ops().get("aten::fill_.Scalar", 0) == before.get("aten::fill_.Scalar", 0) + 1
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_log_softmax_of_a_fully_masked_row_is_uniform(dtype, numerics):
+    # Attention masks fill with finfo.min: a row masked everywhere is log(1/C) on CPU, not 0.
+    x = _rand((2, 18, 18), dtype, 3)
+    x[0, 17] = torch.finfo(dtype).min
+    got = torch.log_softmax(x.to(DEV), dim=2).cpu()
+    torch.testing.assert_close(got, torch.log_softmax(x, dim=2), **TOL[dtype])
+    assert ("aten::_log_softmax", str(dtype).removeprefix("torch.")) in torch_neuron.device_numerics_stats()

@@ -58,10 +58,12 @@ def log_softmax(x, out_dtype=None):
     chunks = row_blocks(C, FCHUNK)
     for r0, rs in row_blocks(R):
         m, s, tiles = _row_stats(x, r0, rs, chunks)
-        shift = nl.add(m, nl.log(s))                       # log-sum-exp per row
+        log_s = nl.log(s)
         for j, (c0, cs) in enumerate(chunks):
             t = tiles[0] if tiles else nl.load(x[r0:r0 + rs, c0:c0 + cs], dtype="float32")
-            nl.store(out[r0:r0 + rs, c0:c0 + cs], nl.subtract(t, shift, dtype=out.dtype))
+            # (x - max) - log(sum), as CPU computes it: max + log(sum) first would round log(sum)
+            # away next to a huge max (rows masked with finfo.min) and give 0 for every element.
+            nl.store(out[r0:r0 + rs, c0:c0 + cs], nl.subtract(nl.subtract(t, m), log_s, dtype=out.dtype))
     return out
 
 

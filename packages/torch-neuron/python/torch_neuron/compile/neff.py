@@ -4,8 +4,7 @@
 
 On a lowered graph's first run every native launch in it is recorded with the tile programs
 it runs and the graph tensors their HBM buffers are bound to: ``FusedKernel`` calls record
-themselves, ATen nodes are recorded through the native-executor hook that device numerics
-uses. ``neuron_sim.isa.schedule_graph`` places those programs back to back on one NeuronCore:
+themselves, ATen nodes through a device-numerics observer (the backend's native-call hook). ``neuron_sim.isa.schedule_graph`` places those programs back to back on one NeuronCore:
 each engine runs them in graph order with no launch between them, and a kernel's loads of
 tensors the graph did not write (weights, inputs) overlap the kernels before it. Its latency
 is the graph's launch on the stream, with one launch overhead; the kernels' own launches are
@@ -152,20 +151,18 @@ _hook_lock = threading.Lock()
 _hook_users = 0
 
 
-def _executor(op, entry_name, c10_dtype, inputs, args, results):
+def _observe(op, entry_name, c10_dtype, inputs, args, results):
     rec = active()
     if rec is not None:
         rec.native(op, entry_name, c10_dtype, inputs, args, results)
-    from ..native import numerics
-    if numerics.device_numerics_enabled():
-        numerics.execute(op, entry_name, c10_dtype, inputs, args, results)
 
 
 def _install_hook() -> None:
     global _hook_users
+    from ..native import numerics
     with _hook_lock:
         if _hook_users == 0:
-            _C.set_native_executor(_executor)
+            numerics.add_observer(_observe)
         _hook_users += 1
 
 
@@ -175,7 +172,7 @@ def _remove_hook() -> None:
     with _hook_lock:
         _hook_users -= 1
         if _hook_users == 0:
-            _C.set_native_executor(numerics.execute if numerics.device_numerics_enabled() else None)
+            numerics.remove_observer(_observe)
 
 
 class GraphLaunch:

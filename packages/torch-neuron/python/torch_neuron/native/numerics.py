@@ -20,6 +20,9 @@ NUMERICS_ENV = "TORCH_NEURON_DEVICE_NUMERICS"
 _executions: dict[tuple[str, str], int] = {}
 installed = False
 _enabled = False
+# Callables that see every native call (op, entry, dtype, inputs, args, results) before its
+# values are recomputed: recording a model's native calls for replay (``recording``).
+_observers: list = []
 
 
 def _operand(t) -> np.ndarray:
@@ -97,6 +100,23 @@ def execute(op: str, entry_name: str, c10_dtype: str, inputs: list, args: list, 
             "reference path.") from None
 
 
+def _observe_and_execute(op, entry_name, c10_dtype, inputs, args, results) -> None:
+    for observe in tuple(_observers):
+        observe(op, entry_name, c10_dtype, inputs, args, results)
+    if _enabled:
+        execute(op, entry_name, c10_dtype, inputs, args, results)
+
+
+def _install_executor() -> None:
+    # The backend calls the executor only when one is set: none at all keeps its fast paths.
+    if _observers:
+        _C.set_native_executor(_observe_and_execute)
+    elif _enabled:
+        _C.set_native_executor(execute)
+    else:
+        _C.set_native_executor(None)
+
+
 def set_device_numerics(enabled: bool) -> None:
     """Device-numerics mode: native ops' values come from their tile kernels (ISA simulator).
 
@@ -104,14 +124,24 @@ def set_device_numerics(enabled: bool) -> None:
     meant for checking kernels and low-precision numerics on small models.
     """
     global _enabled
-    if enabled:
-        if not installed:
-            raise RuntimeError(f"{NUMERICS_ENV}=1 / set_device_numerics(True) needs neuron_kernels "
-                               "(pip install neuron-kernels): no native kernels are registered")
-        _C.set_native_executor(execute)
-    else:
-        _C.set_native_executor(None)
+    if enabled and not installed:
+        raise RuntimeError(f"{NUMERICS_ENV}=1 / set_device_numerics(True) needs neuron_kernels "
+                           "(pip install neuron-kernels): no native kernels are registered")
     _enabled = bool(enabled)
+    _install_executor()
+
+
+def add_observer(fn) -> None:
+    """Calls ``fn(op, entry, dtype, inputs, args, results)`` on every native call, device numerics
+    on or off: ``inputs`` are the call's arguments in schema order as host tensors (copies taken
+    before the call for the arguments it writes), ``results`` its returns."""
+    _observers.append(fn)
+    _install_executor()
+
+
+def remove_observer(fn) -> None:
+    _observers.remove(fn)
+    _install_executor()
 
 
 def device_numerics_enabled() -> bool:
