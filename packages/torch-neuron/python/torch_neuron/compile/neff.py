@@ -4,8 +4,8 @@
 
 On a lowered graph's first run every native launch in it is recorded with the tile programs
 it runs and the graph tensors their HBM buffers are bound to: ``FusedKernel`` calls record
-themselves, ATen nodes through a device-numerics observer (the backend's native-call hook). ``neuron_sim.isa.schedule_graph`` places those programs back to back on one NeuronCore:
-each engine runs them in graph order with no launch between them, and a kernel's loads of
+themselves, ATen nodes through a device-numerics observer (the backend's native-call hook).
+``neuron_sim.isa.schedule_graph`` places those programs back to back on one NeuronCore: each engine runs them in graph order with no launch between them, and a kernel's loads of
 tensors the graph did not write (weights, inputs) overlap the kernels before it. Its latency
 is the graph's launch on the stream, with one launch overhead; the kernels' own launches are
 counted as executions but not placed (``_C.begin_deferred_launches``).
@@ -98,7 +98,7 @@ class Recorder:
         self.parts.append((f"neuron::{name}", bound))
 
     def native(self, op: str, entry_name: str, c10_dtype: str, inputs, args, results) -> None:
-        """One native ATen call (the executor hook's arguments): its launches' programs."""
+        """One native ATen call (the observer's arguments): its launches' programs."""
         import neuron_kernels
 
         from ..native import binders, estimate
