@@ -173,4 +173,21 @@ def test_dashboard_says_what_patch_0012_makes_of_non_native_skips(tmp_path):
                                                                                ("patched", patched))}
     md = "\n".join(dashboard.files_table(envs))
     assert "| `test_x.py` | 3 | 2 | 1 | 1 |" in md
-    assert "vanilla: neuron s" in md and "| 3.5 |" in md
+    # One row per file and torch: collected, cpu-passing, excluded, skipped, non-native, passed,
+    # unexpected, xfailed, cpu s, neuron s, wall s.
+    assert "| `test_x.py` | vanilla | 10 | 8 | 0 | 3 | 3 | 5 | 0 | 0 | 2.0 | 3.5 | 5.5 |" in md
+    assert "| `test_x.py` | patched | 10 | 8 | 0 | 1 | 1 | 5 | 1 | 0 | 2.0 | 3.5 | 5.5 |" in md
+
+
+def test_dashboard_puts_upstream_files_next_to_the_suites(tmp_path):
+    rows = [{"suite": "modules", "test": "t", "subject": "Linear", "outcome": "passed"}]
+    entry = {"collected": 12, "cpu_passed": 9, "excluded": 1, "run": 8, "skipped": 2, "skipped_non_native": 0,
+             "passed": 5, "failed": 1, "xfailed": 0, "cpu_seconds": 4.0, "neuron_seconds": 6.5,
+             "seconds": 10.6, "excluded_by": {"expectation: torch bug": 1}, "skipped_by": {"other": 2},
+             "failures": [{"test": "T.test_a_DEV", "outcome": "failed", "error": "x"}]}
+    run = dict(_records(tmp_path, rows), files={"tree": "t", "files": {"test_y.py": entry}, "regressions": []})
+    report = dashboard.build([run])
+    figures = report["environments"]["vanilla"]["file_figures"]["test_y.py"]
+    assert figures["wall_seconds"] == 10.5 and figures["passed"] == 5 and figures["excluded"] == 1
+    md = dashboard.markdown(report)
+    assert "| modules | 1/1 (100.0%) |" in md and "| file `test_y.py` | 5/6 (83.3%) |" in md
