@@ -191,3 +191,23 @@ def test_dashboard_puts_upstream_files_next_to_the_suites(tmp_path):
     assert figures["wall_seconds"] == 10.5 and figures["passed"] == 5 and figures["excluded"] == 1
     md = dashboard.markdown(report)
     assert "| modules | 1/1 (100.0%) |" in md and "| file `test_y.py` | 5/6 (83.3%) |" in md
+
+
+def test_file_tests_filter_counts_the_other_cpu_passing_tests_as_excluded(tmp_path):
+    import os
+    import sys
+
+    tree = tmp_path / "tree"
+    (tree / "test").mkdir(parents=True)
+    (tree / "test" / "test_pick.py").write_text(
+        "import unittest\n"
+        "class TestPickCPU(unittest.TestCase):\n"
+        + "".join(f"    def test_{n}_cpu(self):\n        pass\n" for n in ("to", "to_empty", "repr"))
+    )
+    env = dict(os.environ, PYTHONPATH=str(files.pathlib.Path(files.__file__).resolve().parents[2]))
+    out = tmp_path / "out"
+    out.mkdir()
+    entry = files.run_file(tree, "test_pick.py", sys.executable, env, out, budget=0, timeout=60, workers=1,
+                           tests=["TestPick.test_to*"])
+    assert entry["cpu_passed"] == 3 and entry["run"] == 2 and entry["passed"] == 2
+    assert entry["excluded_by"] == {"not selected (--file-tests)": 1}
