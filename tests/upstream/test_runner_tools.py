@@ -166,7 +166,7 @@ def test_dashboard_says_what_patch_0012_makes_of_non_native_skips(tmp_path):
                 "failures": [{"test": t, "outcome": "failed", "error": "x"} for t in failures]}
 
     vanilla = entry(["T.test_big_DEV", "T.test_native_DEV", "T.test_huge_DEV"])
-    patched = entry(["T.test_huge_DEV"], failures=["T.test_native_DEV"])
+    patched = dict(entry(["T.test_huge_DEV"], failures=["T.test_native_DEV"]), cpu_reused_from="vanilla-files")
     assert dashboard.non_native_turned_on(vanilla, patched) == {"vanilla": 3, "run": 2, "passed": 1,
                                                                 "still skipped": 1}
     envs = {n: {"files": {"tree": "t", "files": {"test_x.py": e}}} for n, e in (("vanilla", vanilla),
@@ -176,7 +176,8 @@ def test_dashboard_says_what_patch_0012_makes_of_non_native_skips(tmp_path):
     # One row per file and torch: collected, cpu-passing, excluded, skipped, non-native, passed,
     # unexpected, xfailed, cpu s, neuron s, wall s.
     assert "| `test_x.py` | vanilla | 10 | 8 | 0 | 3 | 3 | 5 | 0 | 0 | 2.0 | 3.5 | 5.5 |" in md
-    assert "| `test_x.py` | patched | 10 | 8 | 0 | 1 | 1 | 5 | 1 | 0 | 2.0 | 3.5 | 5.5 |" in md
+    # The patched run reused vanilla's cpu pre-pass: its wall time is its neuron run.
+    assert "| `test_x.py` | patched | 10 | 8 | 0 | 1 | 1 | 5 | 1 | 0 | 2.0 | 3.5 | 3.5 |" in md
 
 
 def test_dashboard_puts_upstream_files_next_to_the_suites(tmp_path):
