@@ -195,7 +195,7 @@ def markdown(report):
                 elif f.get("run_error"):
                     lines.append(f"- `{fname}`: {f['run_error']}")
                 else:
-                    lines.append(f"- `{fname}` ({f['seconds']} s): excluded {_by(f['excluded_by'])}; "
+                    lines.append(f"- `{fname}` ({file_figures(f)['wall_seconds']} s): excluded {_by(f['excluded_by'])}; "
                                  f"skipped on neuron {_by(f['skipped_by'])}"
                                  + (" [file time budget exhausted]" if f.get("timed_out") else ""))
                     for fail in f.get("failures", []):
