@@ -39,7 +39,7 @@ help:
 	@echo "make test-sanitize  (long) the demo and tests/distributed under TORCH_NEURON_SANITIZE=1, and its overhead"
 	@echo "make test-fuzz-long (long) op fuzzing against CPU, FUZZ_EXAMPLES per family, FUZZ_SEED"
 	@echo "make bench          benchmarks (ratios against a baseline measured in the same run)"
-	@echo "make test-upstream  PyTorch's device-generic tests against 'neuron'"
+	@echo "make test-upstream  PyTorch's device-generic suites and eleven upstream test files on 'neuron', vanilla and patched torch"
 	@echo "make test-models    every transformers architecture, tiny config, trained on 'neuron' vs CPU"
 	@echo "make test-native-verified  (long) record the models' native calls, replay each under device numerics"
 	@echo "                    vs CPU, rewrite packages/torch-neuron/docs/native-verified.{json,md} (NATIVE_VERIFIED_SAMPLE=5)"
@@ -162,10 +162,12 @@ bench: install
 	$(PY) -m neuron_ccl.bench --op allreduce --ranks 2 --sizes 4K,1M,16M,64M,256M
 	$(PY) tools/bench/bench_eager.py
 
+# The suites and the eleven upstream files of tools/upstream/files.py, on vanilla and patched
+# torch (.venv-patched, built or brought up to date first); the patched run's cpu pre-pass of
+# the files is vanilla's (the series changes nothing torch does on cpu). Dashboard: build/upstream/.
 test-upstream: install
-	@# A patched-torch environment, when present, runs side by side: bring its packages up to date.
-	@if [ -x .venv-patched/bin/python ]; then $(PY) -m tools.patches build; fi
-	$(PY) -m tools.upstream.run --fetch-source
+	$(PY) -m tools.patches build
+	$(PY) -m tools.upstream.run --fetch-source --patched yes --patched-cpu vanilla
 
 # Every architecture of transformers' MODEL_MAPPING_NAMES; dashboard in build/models/.
 test-models: install

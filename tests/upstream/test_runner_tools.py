@@ -166,11 +166,49 @@ def test_dashboard_says_what_patch_0012_makes_of_non_native_skips(tmp_path):
                 "failures": [{"test": t, "outcome": "failed", "error": "x"} for t in failures]}
 
     vanilla = entry(["T.test_big_DEV", "T.test_native_DEV", "T.test_huge_DEV"])
-    patched = entry(["T.test_huge_DEV"], failures=["T.test_native_DEV"])
+    patched = dict(entry(["T.test_huge_DEV"], failures=["T.test_native_DEV"]), cpu_reused_from="vanilla-files")
     assert dashboard.non_native_turned_on(vanilla, patched) == {"vanilla": 3, "run": 2, "passed": 1,
                                                                 "still skipped": 1}
     envs = {n: {"files": {"tree": "t", "files": {"test_x.py": e}}} for n, e in (("vanilla", vanilla),
                                                                                ("patched", patched))}
     md = "\n".join(dashboard.files_table(envs))
     assert "| `test_x.py` | 3 | 2 | 1 | 1 |" in md
-    assert "vanilla: neuron s" in md and "| 3.5 |" in md
+    # One row per file and torch: collected, cpu-passing, excluded, skipped, non-native, passed,
+    # unexpected, xfailed, cpu s, neuron s, wall s.
+    assert "| `test_x.py` | vanilla | 10 | 8 | 0 | 3 | 3 | 5 | 0 | 0 | 2.0 | 3.5 | 5.5 |" in md
+    # The patched run reused vanilla's cpu pre-pass: its wall time is its neuron run.
+    assert "| `test_x.py` | patched | 10 | 8 | 0 | 1 | 1 | 5 | 1 | 0 | 2.0 | 3.5 | 3.5 |" in md
+
+
+def test_dashboard_puts_upstream_files_next_to_the_suites(tmp_path):
+    rows = [{"suite": "modules", "test": "t", "subject": "Linear", "outcome": "passed"}]
+    entry = {"collected": 12, "cpu_passed": 9, "excluded": 1, "run": 8, "skipped": 2, "skipped_non_native": 0,
+             "passed": 5, "failed": 1, "xfailed": 0, "cpu_seconds": 4.0, "neuron_seconds": 6.5,
+             "seconds": 10.6, "excluded_by": {"expectation: torch bug": 1}, "skipped_by": {"other": 2},
+             "failures": [{"test": "T.test_a_DEV", "outcome": "failed", "error": "x"}]}
+    run = dict(_records(tmp_path, rows), files={"tree": "t", "files": {"test_y.py": entry}, "regressions": []})
+    report = dashboard.build([run])
+    figures = report["environments"]["vanilla"]["file_figures"]["test_y.py"]
+    assert figures["wall_seconds"] == 10.5 and figures["passed"] == 5 and figures["excluded"] == 1
+    md = dashboard.markdown(report)
+    assert "| modules | 1/1 (100.0%) |" in md and "| file `test_y.py` | 5/6 (83.3%) |" in md
+
+
+def test_file_tests_filter_counts_the_other_cpu_passing_tests_as_excluded(tmp_path):
+    import os
+    import sys
+
+    tree = tmp_path / "tree"
+    (tree / "test").mkdir(parents=True)
+    (tree / "test" / "test_pick.py").write_text(
+        "import unittest\n"
+        "class TestPickCPU(unittest.TestCase):\n"
+        + "".join(f"    def test_{n}_cpu(self):\n        pass\n" for n in ("to", "to_empty", "repr"))
+    )
+    env = dict(os.environ, PYTHONPATH=str(files.pathlib.Path(files.__file__).resolve().parents[2]))
+    out = tmp_path / "out"
+    out.mkdir()
+    entry = files.run_file(tree, "test_pick.py", sys.executable, env, out, budget=0, timeout=60, workers=1,
+                           tests=["TestPick.test_to*"])
+    assert entry["cpu_passed"] == 3 and entry["run"] == 2 and entry["passed"] == 2
+    assert entry["excluded_by"] == {"not selected (--file-tests)": 1}

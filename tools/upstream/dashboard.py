@@ -66,6 +66,9 @@ def summarize_env(run):
     }
     if run.get("files") is not None:
         env["files"] = run["files"]
+        # The dashboard's per-file figures (FILE_COLUMNS), wall time included.
+        env["file_figures"] = {f: file_figures(e) for f, e in (run["files"].get("files") or {}).items()
+                               if "collected" in e}
     return env
 
 
@@ -123,7 +126,12 @@ def markdown(report):
     for s in suites:
         lines.append(f"| {s} | " + " | ".join(_rate(envs[n]["suites"].get(s)) for n in names) + " |")
     lines.append("| ops: compare vs CPU, all dtypes | " + " | ".join(_rate(envs[n]["compare_cpu"]) for n in names) + " |")
-    lines.append("| **overall** | " + " | ".join(_rate(envs[n]["overall"]) for n in names) + " |")
+    lines.append("| **overall (suites)** | " + " | ".join(_rate(envs[n]["overall"]) for n in names) + " |")
+    # Upstream test files next to the suites: passed / (cpu-passing tests run on neuron - skipped).
+    file_envs = {n: (envs[n].get("files") or {}).get("files") or {} for n in names}
+    for fname in dict.fromkeys(f for n in names for f in file_envs[n]):
+        lines.append(f"| file `{fname}` | " + " | ".join(
+            file_rate(file_envs[n].get(fname, {})) or "-" for n in names) + " |")
     lines += ["", "| counts | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for k in OUTCOMES:
         lines.append(f"| {k} | " + " | ".join(str(envs[n]["overall"][k]) for n in names) + " |")
@@ -187,7 +195,7 @@ def markdown(report):
                 elif f.get("run_error"):
                     lines.append(f"- `{fname}`: {f['run_error']}")
                 else:
-                    lines.append(f"- `{fname}` ({f['seconds']} s): excluded {_by(f['excluded_by'])}; "
+                    lines.append(f"- `{fname}` ({file_figures(f)['wall_seconds']} s): excluded {_by(f['excluded_by'])}; "
                                  f"skipped on neuron {_by(f['skipped_by'])}"
                                  + (" [file time budget exhausted]" if f.get("timed_out") else ""))
                     for fail in f.get("failures", []):
@@ -202,7 +210,27 @@ def markdown(report):
 FILE_COLUMNS = (("collected", "collected"), ("cpu_passed", "cpu-passing"), ("excluded", "excluded"),
                 ("skipped", "skipped"), ("skipped_non_native", "of which non-native skips"),
                 ("passed", "passed"), ("failed", "unexpected"), ("xfailed", "xfailed"),
-                ("cpu_seconds", "cpu s"), ("neuron_seconds", "neuron s"))
+                ("cpu_seconds", "cpu s"), ("neuron_seconds", "neuron s"), ("wall_seconds", "wall s"))
+
+
+def file_figures(f):
+    """The dashboard's figures of one upstream file in one environment (FILE_COLUMNS keys); the
+    wall time is the cpu pre-pass plus the neuron run (each as measured when it ran), the neuron
+    run alone when the cpu pre-pass is another environment's."""
+    out = {key: f.get(key) for key, _ in FILE_COLUMNS if key != "wall_seconds"}
+    parts = [0.0 if f.get("cpu_reused_from") else f.get("cpu_seconds"), f.get("neuron_seconds")]
+    out["wall_seconds"] = round(sum(parts), 1) if all(x is not None for x in parts) else None
+    return out
+
+
+def file_rate(f):
+    """passed / (tests run on neuron - skipped), as the suites' rate; None without figures."""
+    if "passed" not in f:
+        return None
+    ran = f.get("run", 0) - f.get("skipped", 0)
+    counts = {"passed": f["passed"], "total": f.get("run", 0), "skipped": f.get("skipped", 0),
+              "pass_rate": round(f["passed"] / ran, 4) if ran else None}
+    return _rate(counts)
 
 
 def non_native_turned_on(vanilla, patched):
@@ -220,34 +248,36 @@ def non_native_turned_on(vanilla, patched):
 
 
 def files_table(envs):
-    """Upstream files: one row per file, the counts of each environment side by side."""
+    """Upstream files: one row per file and environment (vanilla and patched torch one under the other)."""
     names = [n for n in envs if (envs[n].get("files") or {}).get("files")]
     if not names:
         return []
     fnames = list(dict.fromkeys(f for n in names for f in envs[n]["files"]["files"]))
-    head = [f"{n}: {label}" for n in names for _, label in FILE_COLUMNS]
     lines = ["", "## Upstream test files (from " + envs[names[0]]["files"].get("tree", "?") + ")", "",
              "Tests of each file that pass on cpu with the same wheel run on neuron, except device-independent "
              "ones and expectation skips (excluded). Non-native skips: tests torch's decorators skip on a "
              "device only for not being one of torch's own (onlyNativeDeviceTypes, largeTensorTest); "
-             "onlyCPU/onlyCUDA-style skips are not among them (they skip CUDA too).", "",
-             "| file | " + " | ".join(head) + " |", "|---|" + "---|" * len(head)]
+             "onlyCPU/onlyCUDA-style skips are not among them (they skip CUDA too). Wall time: the cpu "
+             "pre-pass plus the neuron run, in seconds (the neuron run alone where the cpu pre-pass is "
+             "vanilla's).", "",
+             "| file | torch | " + " | ".join(label for _, label in FILE_COLUMNS) + " |",
+             "|---|---|" + "---|" * len(FILE_COLUMNS)]
     totals = {n: collections.Counter() for n in names}
     for fname in fnames:
-        cells = []
         for n in names:
             f = envs[n]["files"]["files"].get(fname, {})
             if "collected" not in f:
-                cells += ["import error" if f.get("import_error") else (f.get("run_error") and "no cpu run") or "-"]
-                cells += [""] * (len(FILE_COLUMNS) - 1)
+                why = "import error" if f.get("import_error") else (f.get("run_error") and "no cpu run") or "not run"
+                lines.append(f"| `{fname}` | {n} | {why} |" + " |" * (len(FILE_COLUMNS) - 1))
                 continue
-            for key, _ in FILE_COLUMNS:
-                value = f.get(key)
-                cells.append("-" if value is None else str(value))
-                totals[n][key] += value or 0
-        lines.append(f"| `{fname}` | " + " | ".join(cells) + " |")
-    lines.append("| **all** | " + " | ".join(f"**{round(totals[n][k], 1)}**" for n in names for k, _ in FILE_COLUMNS)
-                 + " |")
+            figures = file_figures(f)
+            cells = ["-" if figures[k] is None else str(figures[k]) for k, _ in FILE_COLUMNS]
+            for k, _ in FILE_COLUMNS:
+                totals[n][k] += figures[k] or 0
+            lines.append(f"| `{fname}` | {n} | " + " | ".join(cells) + " |")
+    for n in names:
+        lines.append(f"| **all** | {n} | " + " | ".join(f"**{round(totals[n][k], 1)}**" for k, _ in FILE_COLUMNS)
+                     + " |")
     for n in names:
         reused = sorted(f for f, e in envs[n]["files"]["files"].items() if e.get("cpu_reused_from"))
         if reused:

@@ -11,6 +11,7 @@ files/<file stem>.yaml, entries matching test ids (``Class.test_name_DEV_dtype``
 from __future__ import annotations
 
 import collections
+import fnmatch
 import json
 import os
 import pathlib
@@ -156,9 +157,10 @@ def skip_kind(message):
 
 
 def run_file(tree, fname, python, env, out, *, budget, timeout, workers, cpu_cache=False, reuse=False,
-             cpu_from=None):
+             cpu_from=None, tests=None):
     """One file: the cpu pre-pass (or, with `cpu_cache`, the earlier one in `out`; with `cpu_from`,
-    another environment's, read from that directory), then the cpu-passing tests on neuron."""
+    another environment's, read from that directory), then the cpu-passing tests on neuron (with
+    `tests`, shell-style globs of test ids, only those; the others count as excluded)."""
     stem = pathlib.Path(fname).stem
     entry = {}
     err = _import_error(tree, stem, python, env)
@@ -184,6 +186,9 @@ def run_file(tree, fname, python, env, out, *, budget, timeout, workers, cpu_cac
     excluded = collections.Counter()
     to_run, expected = [], {}
     for t in cpu_passing:
+        if tests and not any(fnmatch.fnmatchcase(t, g) for g in tests):
+            excluded["not selected (--file-tests)"] += 1
+            continue
         e = exp.lookup(t, None, None)
         if e is not None and e.mode == "skip":
             excluded[f"expectation: {e.category}"] += 1
@@ -252,13 +257,13 @@ def run_file(tree, fname, python, env, out, *, budget, timeout, workers, cpu_cac
 
 
 def run_files(tree, files, python, out, env, *, budget, timeout, workers, cpu_cache=False, reuse=False,
-              cpu_from=None):
+              cpu_from=None, tests=None):
     out.mkdir(parents=True, exist_ok=True)
     report = {"tree": str(tree), "files": {}, "regressions": []}
     for fname in files:
         print(f"   {fname} ...", flush=True)
         entry = run_file(tree, fname, python, env, out, budget=budget, timeout=timeout, workers=workers,
-                         cpu_cache=cpu_cache or reuse, reuse=reuse, cpu_from=cpu_from)
+                         cpu_cache=cpu_cache or reuse, reuse=reuse, cpu_from=cpu_from, tests=tests)
         report["files"][fname] = entry
         report["regressions"] += [f"{fname}::{f['test']}" for f in entry.get("failures", [])]
         report["regressions"] += [f"{fname}::{t} (stale xfail)" for t in entry.get("stale_tests", [])]

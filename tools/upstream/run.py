@@ -128,6 +128,9 @@ def main(argv=None):
     p.add_argument("--patched-cpu", choices=("own", "vanilla"), default="own",
                    help="the patched run's cpu pre-pass: its own, or the vanilla run's (the series changes "
                         "what torch does for PrivateUse1 devices; the dashboard says which was used)")
+    p.add_argument("--file-tests",
+                   help="only these tests of the upstream files on neuron (comma-separated globs of test ids "
+                        "Class.test_name_DEV_dtype); the other cpu-passing tests count as excluded")
     p.add_argument("--reuse-results", action="store_true",
                    help="reuse every completed per-file run of an earlier invocation (cpu and neuron), "
                         "running only files that have none (resuming an interrupted full run)")
@@ -173,7 +176,7 @@ def main(argv=None):
             runs[-1]["files"] = upstream_files.run_files(
                 tree, files, python, out / f"{name}-files", test_env({}), budget=args.file_budget,
                 timeout=min(args.timeout, 120), workers=args.file_workers, cpu_cache=args.reuse_cpu,
-                reuse=args.reuse_results,
+                reuse=args.reuse_results, tests=[g for g in (args.file_tests or "").split(",") if g] or None,
                 cpu_from=out / "vanilla-files" if name == "patched" and args.patched_cpu == "vanilla" else None)
         elif files:
             runs[-1]["files"] = {"error": "no PyTorch source tree: set PYTORCH_SRC or pass --fetch-source"}
