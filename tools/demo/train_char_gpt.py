@@ -379,7 +379,7 @@ def main(argv=None) -> int:
                   f"includes {sum(s['stage_seconds'].values()):.1f} s of backend stages")
             for k in s["fused_kernels"][:6]:
                 print(f"  {k['name']}: {k['ops']}")
-        print("host fallback ops (top by count):")
+        print("op executions on the device (host fallbacks by count):")
         for line in fallback_summary():
             print("  " + line)
     print(f"first loss {rows[0][1]:.4f} -> last loss {rows[-1][1]:.4f} on {device.type}")

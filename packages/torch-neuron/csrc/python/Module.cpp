@@ -213,7 +213,8 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("clear_deferred_launches", [] { pending_launches().clear(); });
   // One launch standing for pending launches first..last (a compiled graph's run of native
-  // kernels, one NEFF): counted as one execution of `op`, placed on the first one's queue with
+  // kernels, one NEFF; the kernels were counted as executions, the launch is not): named `op`,
+  // placed on the first one's queue with
   // the modelled latency `ns` and the busy time of each engine (tensor, vector, scalar, gpsimd,
   // dma); its flops and bytes are the kernels' sums, its precision class that of the kernel
   // with the most flops.
@@ -241,9 +242,9 @@ PYBIND11_MODULE(_C, m) {
       }
     }
     for (int e = 0; e < NSIM_ENGINE_COUNT; ++e) c.engine_busy_ns[e] = busy[e];
-    OpInfo& info = op_info_by_name(op);
-    count(info, c10::ScalarType::Float, /*native=*/true);
-    NEURON_CHECK(nsimLaunchWithCost(p[first].queue, info.name_id, NSIM_LAUNCH_KERNEL, &c, nullptr, nullptr,
+    uint32_t name_id = 0;
+    NEURON_CHECK(nsimRegisterName(op.c_str(), &name_id));
+    NEURON_CHECK(nsimLaunchWithCost(p[first].queue, name_id, NSIM_LAUNCH_KERNEL, &c, nullptr, nullptr,
                                     nullptr));
   });
   // Host cost class of `op` from op_table.yaml's cost_class column: matmul, reduction or
