@@ -1,7 +1,8 @@
 # Copyright 2026 The torch-neuron authors
 # SPDX-License-Identifier: Apache-2.0
 """mm/addmm start fused chains (bias, GELU, residual add and layer norm as the matmul's epilogue),
-and layer norm forward and backward decompose into chains: values against eager and float64."""
+and layer norm forward and backward join chains as whole nodes expanded into steps: values
+against eager and float64."""
 from __future__ import annotations
 
 import copy
@@ -62,6 +63,11 @@ def test_matmul_epilogues_and_layer_norm_fuse_and_match_eager():
     # by that kernel (the others sum a graph input: one eager op).
     assert sum(o.count("sum_rows") for o in bw) >= 2, bw
     assert not torch_neuron.compile_stats()["unfused_chains"]
+    # The host reference runs each norm as the one ATen op eager runs, not its decomposition.
+    aten_ops = [a for k in torch_neuron.compile_stats()["fused_kernels"] for a in k["aten"]]
+    assert "aten.native_layer_norm.default" in aten_ops, aten_ops
+    assert "aten.native_layer_norm_backward.default" in aten_ops, aten_ops
+    assert "aten.rsqrt.default" not in aten_ops and "aten.mean.dim" not in aten_ops, aten_ops
 
 
 @pytest.mark.parametrize("dtype,approximate", [(torch.float32, "tanh"), (torch.bfloat16, "tanh"),
@@ -114,8 +120,8 @@ def _device_ms(fn, *args):
 def test_a_matmul_too_large_to_fuse_keeps_its_epilogue_fused():
     """BERT's FFN output (3072 -> 768, residual, layer norm): the matmul's weights do not stay
     resident in SBUF, so the chain cannot be one kernel. The matmul runs as its library kernel
-    and the residual add and the decomposed layer norm stay one fused epilogue, never the
-    decomposition's ops one launch each; the compiled graph is faster than eager."""
+    and the residual add and the layer norm stay one fused epilogue, never one launch per
+    step; the compiled graph is faster than eager."""
     torch.manual_seed(0)
     m = ResidualNorm(3072, 768).to(DEV).eval()
     h, res = torch.randn(2048, 3072, device=DEV), torch.randn(2048, 768, device=DEV)

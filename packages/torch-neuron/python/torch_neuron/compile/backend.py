@@ -3,11 +3,11 @@
 """The Dynamo backend ``neuron``: Dynamo graph -> AOTAutograd (forward, backward, inference) ->
 per-signature lowering (``pipeline``) -> the lowered graphs run on ``neuron``.
 
-AOTAutograd gets a decomposition table that splits layer norm and its backward (``native_layer_norm``
-below), softmax, log-softmax, SiLU and their backwards and a few composite pointwise ops into
-pointwise and reduction ops, so they become fusable chains (GELU stays one op: the activation
-engine computes it in one instruction; GELU's backward stays one op too and is expanded into
-steps inside its chain, so the host reference computes it as one op),
+AOTAutograd gets a decomposition table that splits softmax, log-softmax, SiLU and their backwards
+and a few composite pointwise ops into pointwise and reduction ops, so they become fusable chains
+(GELU stays one op: the activation engine computes it in one instruction; GELU's backward and
+layer norm with its backward stay one op too and are expanded into steps inside their chain, so
+the host reference computes each as the one op eager runs),
 while matmul and attention ops stay whole (mm/addmm start fused chains whose epilogue is the
 pointwise work after them, see ``chains``); its partitioner is
 the min-cut rematerialization partitioner (cheap pointwise ops are recomputed in the backward
@@ -27,77 +27,18 @@ from . import freeze, neff, pipeline, stats
 from .options import CompileOptions, from_compile_kwargs
 
 aten = torch.ops.aten
-prims = torch.ops.prims
 _graph_ids = itertools.count()
-
-
-def _norm_stats(x, n: int, eps: float):
-    """Per-row mean and 1/sqrt(var + eps) over the last ``n`` dims, kept as [..., 1] (fp32)."""
-    rows = x.reshape(*x.shape[:x.dim() - n], -1) if n != 1 else x
-    mean = aten.mean.dim(rows, [-1], True)
-    xc = aten.sub.Tensor(rows, mean)
-    var = aten.mean.dim(aten.mul.Tensor(xc, xc), [-1], True)
-    return rows, mean, xc, aten.rsqrt.default(aten.add.Tensor(var, eps))
-
-
-def _f32(x):
-    return x if x.dtype == torch.float32 else prims.convert_element_type.default(x, torch.float32)
-
-
-def _cast(x, dtype):
-    return x if x.dtype == dtype else prims.convert_element_type.default(x, dtype)
-
-
-def native_layer_norm(x, normalized_shape, weight, bias, eps):
-    """Layer norm as last-axis reductions and pointwise ops (two row passes: mean, then centred
-    variance, as the library kernel computes them), so it fuses with the ops around it."""
-    n = len(normalized_shape)
-    rows, mean, xc, rstd = _norm_stats(_f32(x), n, eps)
-    y = aten.mul.Tensor(xc, rstd)
-    lead = x.shape[:x.dim() - n]
-    y = y.reshape(x.shape) if n != 1 else y
-    if weight is not None:
-        y = aten.mul.Tensor(y, _f32(weight))
-    if bias is not None:
-        y = aten.add.Tensor(y, _f32(bias))
-    stat = (*lead, *([1] * n))
-    return _cast(y, x.dtype), mean.reshape(stat), rstd.reshape(stat)
-
-
-def native_layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight, bias, output_mask):
-    """dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w, per row; dw and db
-    are sums of dy * xhat and dy over the rows."""
-    n = len(normalized_shape)
-    lead = x.dim() - n
-    flat = (*x.shape[:lead], -1)
-    xs, dys = _f32(x).reshape(flat), _f32(grad_out).reshape(flat)
-    mu, rs = _f32(mean).reshape(*x.shape[:lead], 1), _f32(rstd).reshape(*x.shape[:lead], 1)
-    xhat = aten.mul.Tensor(aten.sub.Tensor(xs, mu), rs)
-    g = aten.mul.Tensor(dys, _f32(weight).reshape(-1)) if weight is not None else dys
-    dx = dw = db = None
-    if output_mask[0]:
-        a = aten.mean.dim(g, [-1], True)
-        b = aten.mean.dim(aten.mul.Tensor(g, xhat), [-1], True)
-        dx = aten.mul.Tensor(aten.sub.Tensor(aten.sub.Tensor(g, a), aten.mul.Tensor(xhat, b)), rs)
-        dx = _cast(dx.reshape(x.shape), x.dtype)
-    lead_dims = list(range(lead))
-    if output_mask[1] and weight is not None:
-        dw = _cast(aten.sum.dim_IntList(aten.mul.Tensor(dys, xhat), lead_dims).reshape(weight.shape), weight.dtype)
-    if output_mask[2] and bias is not None:
-        db = _cast(aten.sum.dim_IntList(dys, lead_dims).reshape(bias.shape), bias.dtype)
-    return dx, dw, db
 
 
 @functools.cache
 def decompositions() -> dict:
     from torch._decomp import get_decompositions
-    return {**get_decompositions([
+    return get_decompositions([
         aten._softmax, aten._log_softmax, aten._softmax_backward_data, aten._log_softmax_backward_data,
         aten.silu, aten.silu_backward, aten.hardtanh, aten.leaky_relu,
         aten.mse_loss, aten.mse_loss_backward, aten.addcmul, aten.addcdiv, aten.rsub, aten.sigmoid_backward,
         aten.tanh_backward, aten.elu, aten.softplus, aten.hardsigmoid, aten.hardswish,
-    ]), aten.native_layer_norm.default: native_layer_norm,
-        aten.native_layer_norm_backward.default: native_layer_norm_backward}
+    ])
 
 
 def _profile(args) -> str:

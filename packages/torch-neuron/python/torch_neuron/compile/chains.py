@@ -5,6 +5,9 @@
 A chain is a convex set of pointwise, last-dimension-reduction and view nodes, optionally
 started by a mm/addmm (the matmul is the chain's step 0, the rest its epilogue), over one
 [rows, cols] iteration space (rows: the product of the leading dimensions, cols: the last).
+Layer norm and its backward join as whole nodes (``NORMS``): their results are read through
+``getitem`` nodes, and the chain expands them into row reductions and pointwise steps, so the
+host reference runs them as the one ATen op eager runs.
 Node by node in graph order, a fusable node joins the chain of one of its producers when its
 operands relate to that space as full, per-row (col), per-column (row) or scalar values and no
 path leaves the chain and comes back (convexity); otherwise it starts a chain.
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 
 import torch
 import torch.fx as fx
@@ -41,6 +45,8 @@ VIEWS = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, ate
          aten.squeeze.dim, aten.squeeze.dims, aten.expand.default, aten.alias.default}
 # Matmuls that start a chain (step 0 on TensorE, the chain's pointwise ops as its epilogue).
 MATMULS = {aten.mm.default, aten.addmm.default}
+# Several results each (read through operator.getitem): one node, expanded into steps in the chain.
+NORMS = {aten.native_layer_norm.default, aten.native_layer_norm_backward.default}
 COMPOSITE = {aten.gelu.default, aten.gelu_backward.default, aten.threshold_backward.default, aten.tanh_backward.default, aten.sigmoid_backward.default,
              aten.rsub.Scalar, prims.convert_element_type.default, aten._to_copy.default}
 
@@ -48,7 +54,8 @@ COMPOSITE = {aten.gelu.default, aten.gelu_backward.default, aten.threshold_backw
 def is_candidate(node: fx.Node) -> bool:
     t = node.target
     return node.op == "call_function" and (t in BINARY or t in UNARY or t in REDUCTION or t in VIEWS
-                                           or t in COMPOSITE or t in MATMULS)
+                                           or t in COMPOSITE or t in MATMULS or t in NORMS
+                                           or t is operator.getitem)
 
 
 def matmul_space(node: fx.Node) -> tuple[int, int, int] | None:
@@ -135,11 +142,46 @@ def sums_rows(node: fx.Node) -> bool:
     return sorted(d % x.dim() for d in dims) == list(range(x.dim() - 1))
 
 
+def _norm_fits(node: fx.Node, g: Group, member) -> bool:
+    """A layer norm (forward or backward) over the last dimension of a ``full`` tensor of ``g``, with
+    per-column weight and bias (not chain values) and per-row statistics."""
+    if node.target is aten.native_layer_norm.default:
+        x, shape, weight, bias = node.args[0], node.args[1], node.args[2], node.args[3]
+        full, cols, stats = [x], [], []
+    else:
+        dy, x, shape, mean, rstd, weight, bias = node.args[:7]
+        full, cols, stats = [dy, x], [], [mean, rstd]
+    if len(shape) != 1 or not all(isinstance(v, torch.Tensor) and v.dtype in FLOAT_DTYPES
+                                  for v in _val(node) if v is not None):
+        return False
+    out = _shape(full[0])
+    for a in full:
+        if _val(a).dtype not in FLOAT_DTYPES or g.layout(_shape(a)) != "full" or _shape(a) != out:
+            return False
+    for a in stats:
+        if _val(a).dtype not in FLOAT_DTYPES or g.operand_layout(_shape(a), out) != "col":
+            return False
+    for a in (weight, bias):
+        if a is None:
+            continue
+        if (not isinstance(a, fx.Node) or member(a) or _val(a).dtype not in FLOAT_DTYPES
+                or g.operand_layout(_shape(a), out) != "row"):
+            return False
+    # The parameter gradients of the backward are sums over the rows.
+    return node.target is aten.native_layer_norm.default or g.rows > 1
+
+
 def fits(node: fx.Node, g: Group, member) -> bool:
     """Whether ``node`` can be computed inside ``g`` (``member(x)``: x is already in g)."""
+    t = node.target
+    if t in NORMS:
+        return _norm_fits(node, g, member)
+    if t is operator.getitem:
+        src = node.args[0]
+        return (isinstance(src, fx.Node) and src.target in NORMS and member(src) and _dtype_ok(node)
+                and g.layout(_shape(node)) in ("full", "col", "row"))
     if not _dtype_ok(node):
         return False
-    t = node.target
     if t in MATMULS:   # only as a chain's first node (find_groups), never joining one
         return False
     out = _shape(node)
@@ -199,7 +241,7 @@ def fits(node: fx.Node, g: Group, member) -> bool:
 
 def space_of(node: fx.Node) -> tuple[int, int] | None:
     """The iteration space a chain started at ``node`` would have."""
-    src = node.args[0] if node.target in REDUCTION else node
+    src = node.args[0] if node.target in REDUCTION or node.target in NORMS else node
     v = _val(src)
     if not isinstance(v, torch.Tensor) or v.dim() == 0:
         return None
@@ -299,9 +341,10 @@ def find_groups(gm: fx.GraphModule, min_chain: int) -> list[Group]:
         # Trailing views add nothing inside the kernel; they are re-applied to its results.
         while g.nodes and g.nodes[-1].target in VIEWS:
             g.nodes.pop()
-        compute = [n for n in g.nodes if n.target not in VIEWS]
-        # GELU's backward is several steps in one node (no eager kernel computes it as one op).
-        if len(compute) + sum(n.target is aten.gelu_backward.default for n in compute) >= min_chain:
+        compute = [n for n in g.nodes if n.target not in VIEWS and n.target is not operator.getitem]
+        # GELU's backward and the norms are several steps in one node.
+        if len(compute) + sum(n.target is aten.gelu_backward.default or n.target in NORMS
+                              for n in compute) >= min_chain:
             out.append(g)
     return out
 

@@ -8,8 +8,9 @@ schedule as duration; its values come from the chain's ATen ops on zero-copy hos
 device buffers (the host reference path, as eager native ops), or, with device numerics on, from
 the generated program itself run by the ISA simulator.
 
-Matmul, attention and norm nodes stay ATen calls: the backend dispatches them to their library
-kernels through the one torch-to-kernel bridge (``torch_neuron.native``), exactly as in eager;
+Matmul and attention nodes outside chains, and norms no chain takes, stay ATen calls: the backend
+dispatches them to their library kernels through the one torch-to-kernel bridge
+(``torch_neuron.native``), exactly as in eager;
 ``library_entry`` asks that bridge whether it covers a node, for the reports.
 """
 from __future__ import annotations
@@ -99,6 +100,8 @@ def eager_kernel_ns(node: fx.Node, profile: str) -> float | None:
     name = f"{target._schema.name}" + (f".{target._schema.overload_name}" if target._schema.overload_name else "")
     entry = _entries().get(name)
     val = node.meta.get("val")
+    if isinstance(val, (tuple, list)) and val:   # several results (layer norm): the first one's dtype
+        val = val[0]
     if entry is None or not isinstance(val, torch.Tensor):
         return None
     from ..native import estimate

@@ -16,7 +16,8 @@ import torch
 import torch.fx as fx
 
 from . import cache, stats
-from .chains import BINARY, MATMULS, REDUCTION, UNARY, VIEWS, FLOAT_DTYPES, Group, _shape, _val, prims, sums_rows
+from .chains import (BINARY, MATMULS, NORMS, REDUCTION, UNARY, VIEWS, FLOAT_DTYPES, Group, _shape, _val, prims,
+                     sums_rows)
 
 aten = torch.ops.aten
 
@@ -72,6 +73,12 @@ def chain_of(g: Group):
 
     for n in g.nodes:
         t = n.target
+        if t is operator.getitem:
+            value[n] = value[n.args[0]][n.args[1]]
+            continue
+        if t in NORMS:
+            value[n] = _norm_steps(emit, ref, n)
+            continue
         out = _shape(n)
         dt = FLOAT_DTYPES[_val(n).dtype]
         if t in VIEWS:
@@ -142,6 +149,8 @@ def chain_of(g: Group):
 
     for n in g.nodes:
         if needed_outside(n):
+            if n.target in NORMS:
+                raise Unfusable(f"{n.name}: its results are read without getitem")
             need(n)
     outputs.sort(key=lambda n: g.nodes.index(n))
     out_steps = []
@@ -165,6 +174,56 @@ def chain_of(g: Group):
         if n.target not in VIEWS:
             eager_bytes += _nbytes(n) + sum(_nbytes(a) for a in n.all_input_nodes)
     return chain, inputs, outputs, eager_bytes
+
+
+def _norm_steps(emit, ref, n) -> tuple:
+    """A layer norm or its backward over the last dimension as fused steps (fp32 intermediates; two
+    row passes, mean then centred variance, as the library kernel computes them): the values of
+    its results, in the op's result order (None where the op returns none)."""
+    f = "float32"
+    vals = _val(n)
+
+    def f32(v, node):
+        return v if FLOAT_DTYPES[_val(node).dtype] == f else emit("copy", [v], f, n)
+
+    def rounded(v, k):
+        dt = FLOAT_DTYPES[vals[k].dtype]
+        return v if dt == f else emit("copy", [v], dt, n)
+
+    if n.target is aten.native_layer_norm.default:
+        x, _, w, b, eps = n.args[:5]
+        out = _shape(x)
+        xf = f32(ref(x, out), x)
+        mean = emit("mean", [xf], f, n)
+        xc = emit("subtract", [xf, mean], f, n)
+        var = emit("mean", [emit("multiply", [xc, xc], f, n)], f, n)
+        rstd = emit("rsqrt", [emit("add", [var, ("c", float(eps))], f, n)], f, n)
+        y = emit("multiply", [xc, rstd], f, n)
+        if w is not None:
+            y = emit("multiply", [y, ref(w, out)], f, n)
+        if b is not None:
+            y = emit("add", [y, ref(b, out)], f, n)
+        return rounded(y, 0), rounded(mean, 1), rounded(rstd, 2)
+    dy_n, x, _, mean, rstd, w, b, mask = n.args[:8]
+    out = _shape(x)
+    dy = f32(ref(dy_n, out), dy_n)
+    rs = f32(ref(rstd, out), rstd)
+    xhat = emit("multiply", [emit("subtract", [f32(ref(x, out), x), f32(ref(mean, out), mean)], f, n), rs], f, n)
+    g = dy if w is None else emit("multiply", [dy, ref(w, out)], f, n)
+    dx = dw = db = None
+    if mask[0]:
+        a = emit("mean", [g], f, n)
+        c = emit("mean", [emit("multiply", [g, xhat], f, n)], f, n)
+        dx = emit("multiply", [emit("subtract", [emit("subtract", [g, a], f, n),
+                                                 emit("multiply", [xhat, c], f, n)], f, n), rs], f, n)
+        dx = rounded(dx, 0)
+    if mask[1] and w is not None:
+        dw = emit("sum_rows", [emit("multiply", [dy, xhat], f, n)], FLOAT_DTYPES[vals[1].dtype], n)
+    if b is not None:
+        ref(b, out)   # an input of the host reference (the ATen op sizes db by it); no step reads it
+    if mask[2] and b is not None:
+        db = emit("sum_rows", [dy], FLOAT_DTYPES[vals[2].dtype], n)
+    return dx, dw, db
 
 
 def _gelu_backward(emit, dy, x, approximate: str, dt: str, n):

@@ -12,6 +12,7 @@ change is specialized per shape here, as TorchNeuron recompiles per shape.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import os
 import time
 from typing import Callable
@@ -127,7 +128,7 @@ def _eager_ns(nodes, profile: str, overhead: float) -> float | None:
     op this model does not cost): fusing it is then taken as the better choice."""
     total = 0.0
     for n in nodes:
-        if n.target in chains.VIEWS:
+        if n.target in chains.VIEWS or n.target is operator.getitem:
             continue
         ns = kernels.eager_kernel_ns(n, profile)
         if ns is None:
