@@ -17,6 +17,49 @@ NEG = -30000.0    # additive mask: exp underflows to 0 in fp32
 FMAX = 3.4028234663852886e38  # float32 max: clamps a fully masked row's -inf max (see sdpa_fwd)
 
 
+def _slot_offsets(d, b, n=1):
+    """Partition offsets for the ``n`` transposed [d, *] operand pairs of batch-head ``b``: a head
+    dimension of at most 32 rows lands on a rotating quarter of the partitions (0, 32, 64, 96).
+    Each DMA engine serves 8 fixed partitions, so a transpose into partitions 0..d-1 always runs
+    on the same d/8 engines; rotating the slot spreads consecutive heads' transposes over all 16.
+    Matmul operand pairs share one slot (TensorE contracts over the same partitions)."""
+    if d > 32:
+        return (0,) * n
+    return tuple(32 * ((b * n + i) % 4) for i in range(n))
+
+
+def _load_t(src, dtype, off):
+    """HBM [R, C] -> SBUF [C, R] (a DMA transpose) into partitions off..off+C-1 of a fresh tile."""
+    R, C = src.shape
+    t = nl.ndarray((off + C, R), dtype)
+    view = t[off:off + C, :]
+    nl.isa.dma_transpose(view, src)
+    return view
+
+
+INTERLEAVE = 2   # independent blocks whose instruction streams are issued interleaved
+
+
+def _interleave(blocks, width):
+    """Issues ``width`` independent blocks (generators that yield between dependent stages) stage
+    by stage in turn. Each engine runs its instructions in program order, so one block's chain
+    (DMA -> TensorE -> VectorE -> ScalarE -> ...) leaves every engine waiting on the others; with
+    two blocks' stages alternating, one block's work fills the other's waits."""
+    live = []
+    it = iter(blocks)
+    done = False
+    while live or not done:
+        while not done and len(live) < width:
+            g = next(it, None)
+            if g is None:
+                done = True
+            else:
+                live.append(g)
+        for g in list(live):
+            if next(g, StopIteration) is StopIteration:
+                live.remove(g)
+
+
 def _mask_tile(mask, b, q0, qs, k0, ks, mask_div, mask_mod):
     """The additive mask block [qs, ks] of batch-head ``b`` (fp32): mask (G, Sq or 1, Sk) is shared by
     ``mask_div`` consecutive batch-heads and repeats every ``mask_mod`` groups (broadcast dims)."""
@@ -76,49 +119,61 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
     cdt = "float32" if q.dtype == "float32" else "bfloat16"
     out = nl.ndarray((B, Sq, d), q.dtype, buffer=nl.shared_hbm)
     lse_o = nl.ndarray((B, Sq, 1), "float32", buffer=nl.shared_hbm)
-    for b in nl.affine_range(B):
-        for q0, qs in row_blocks(Sq):
-            qT = nl.load_transpose2d(q[b, q0:q0 + qs, :], dtype=cdt)              # [d, qs]
-            m = l = acc = None
-            kend = min(Sk, q0 + qs) if causal else Sk
-            for k0, ks in row_blocks(kend, KB):
-                kT = nl.load_transpose2d(k[b, k0:k0 + ks, :], dtype=cdt)          # [d, ks]
-                s = nl.matmul(qT, kT, transpose_x=True)                            # [qs, ks] fp32 PSUM
-                sc = scale
-                if causal and k0 + ks > q0:
-                    # keep key j for query i when k0 + j <= q0 + i
-                    rel = nl.iota((qs, ks), "float32", base=q0 - k0, partition_step=1, free_step=-1)
-                    s = nl.add(s, nl.multiply(nl.less(rel, 0.0), NEG))
-                    s = nl.multiply(s, scale)
-                    sc = 1.0
-                if add_mask is not None:
-                    s = nl.add(s if sc == 1.0 else nl.multiply(s, sc), add_mask(b, q0, qs, k0, ks))
-                    sc = 1.0
-                bm = nl.max(s, axis=1)
-                bm = nl.multiply(bm, sc) if sc != 1.0 else bm
-                m_new = bm if m is None else nl.maximum(m, bm)
-                if add_mask is not None:
-                    # A row whose keys are all -inf so far: exp(-inf - max) would be NaN; with the max
-                    # clamped its probabilities are 0, and its output 0 (torch's safe softmax).
-                    m_new = nl.maximum(m_new, -FMAX)
-                rowsum = nl.ndarray((qs, 1), "float32")
-                p = nl.activation("exp", s, bias=nl.multiply(m_new, -1.0), scale=sc, dtype=cdt,
-                                  reduce_op="add", reduce_res=rowsum)
-                pv = nl.ndarray((qs, d), "float32", buffer=nl.psum)
-                for j, (j0, js) in enumerate(row_blocks(ks, P)):
-                    pT = nl.copy(nl.transpose(p[:, j0:j0 + js]), dtype=cdt)         # [js, qs]
-                    vt = nl.load(v[b, k0 + j0:k0 + j0 + js, :], dtype=cdt)          # [js, d]
-                    nl.isa.nc_matmul(pv, pT, vt, accumulate=j > 0)
-                if m is None:
-                    l, acc = rowsum, nl.copy(pv, dtype="float32")
-                else:
-                    corr = nl.exp(nl.subtract(m, m_new))
-                    l = nl.add(nl.multiply(l, corr), rowsum)
-                    acc = nl.add(nl.multiply(acc, corr), pv)
-                m = m_new
-            inv = nl.reciprocal(nl.maximum(l, 1e-30) if add_mask is not None else l)
-            nl.store(out[b, q0:q0 + qs, :], nl.multiply(acc, inv, dtype=out.dtype))
-            nl.store(lse_o[b, q0:q0 + qs, :], nl.add(m, nl.log(l)))
+    def block(b, q0, qs):
+        """One query block of batch-head ``b``; yields between dependent stages (see _interleave)."""
+        (off,) = _slot_offsets(d, b)
+        qT = _load_t(q[b, q0:q0 + qs, :], cdt, off)                                # [d, qs]
+        m = l = acc = None
+        kend = min(Sk, q0 + qs) if causal else Sk
+        for k0, ks in row_blocks(kend, KB):
+            kT = _load_t(k[b, k0:k0 + ks, :], cdt, off)                            # [d, ks]
+            yield
+            s = nl.matmul(qT, kT, transpose_x=True)                                # [qs, ks] fp32 PSUM
+            yield
+            sc = scale
+            if causal and k0 + ks > q0:
+                # keep key j for query i when k0 + j <= q0 + i
+                rel = nl.iota((qs, ks), "float32", base=q0 - k0, partition_step=1, free_step=-1)
+                s = nl.add(s, nl.multiply(nl.less(rel, 0.0), NEG))
+                s = nl.multiply(s, scale)
+                sc = 1.0
+            if add_mask is not None:
+                s = nl.add(s if sc == 1.0 else nl.multiply(s, sc), add_mask(b, q0, qs, k0, ks))
+                sc = 1.0
+            bm = nl.max(s, axis=1)
+            bm = nl.multiply(bm, sc) if sc != 1.0 else bm
+            m_new = bm if m is None else nl.maximum(m, bm)
+            if add_mask is not None:
+                # A row whose keys are all -inf so far: exp(-inf - max) would be NaN; with the max
+                # clamped its probabilities are 0, and its output 0 (torch's safe softmax).
+                m_new = nl.maximum(m_new, -FMAX)
+            yield
+            rowsum = nl.ndarray((qs, 1), "float32")
+            p = nl.activation("exp", s, bias=nl.multiply(m_new, -1.0), scale=sc, dtype=cdt,
+                              reduce_op="add", reduce_res=rowsum)
+            yield
+            pv = nl.ndarray((qs, d), "float32", buffer=nl.psum)
+            for j, (j0, js) in enumerate(row_blocks(ks, P)):
+                pT = nl.copy(nl.transpose(p[:, j0:j0 + js]), dtype=cdt)             # [js, qs]
+                vt = nl.load(v[b, k0 + j0:k0 + j0 + js, :], dtype=cdt)              # [js, d]
+                nl.isa.nc_matmul(pv, pT, vt, accumulate=j > 0)
+                yield
+            if m is None:
+                l, acc = rowsum, nl.copy(pv, dtype="float32")
+            else:
+                corr = nl.exp(nl.subtract(m, m_new))
+                l = nl.add(nl.multiply(l, corr), rowsum)
+                acc = nl.add(nl.multiply(acc, corr), pv)
+            m = m_new
+            yield
+        inv = nl.reciprocal(nl.maximum(l, 1e-30) if add_mask is not None else l)
+        nl.store(out[b, q0:q0 + qs, :], nl.multiply(acc, inv, dtype=out.dtype))
+        nl.store(lse_o[b, q0:q0 + qs, :], nl.add(m, nl.log(l)))
+
+    # Two blocks in flight when each has one key block (the online-softmax state of longer key
+    # ranges lives across iterations and would outgrow its tiles' rotating buffers).
+    _interleave((block(b, q0, qs) for b in nl.affine_range(B) for q0, qs in row_blocks(Sq)),
+                INTERLEAVE if Sk <= KB else 1)
     return out, lse_o
 
 
@@ -157,9 +212,10 @@ def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_
             prod = nl.multiply(nl.load(dout[b, q0:q0 + qs, :], dtype="float32"),
                                nl.load(out[b, q0:q0 + qs, :], dtype="float32"))
             dsum[:qs, i:i + 1] = nl.sum(prod, axis=1)
+        s_off, p_off = _slot_offsets(d, b, 2)   # slots of the (q, k) and (dO, v) operand pairs
         for k0, ks in row_blocks(Sk):
-            kT = nl.load_transpose2d(k[b, k0:k0 + ks, :], dtype=cdt)                # [d, ks]
-            vT = nl.load_transpose2d(v[b, k0:k0 + ks, :], dtype=cdt)                # [d, ks]
+            kT = _load_t(k[b, k0:k0 + ks, :], cdt, s_off)                            # [d, ks]
+            vT = _load_t(v[b, k0:k0 + ks, :], cdt, p_off)                            # [d, ks]
             kt = nl.load(k[b, k0:k0 + ks, :], dtype=cdt)                            # [ks, d]
             # PSUM: dK, dV accumulators (1 bank each) + S, dP (2 each) + dS^T, dQ part (1 each) = 8 banks.
             dk_ps = nl.ndarray((ks, d), "float32", buffer=nl.psum, bufs=1)
@@ -168,9 +224,9 @@ def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_
             for i, (q0, qs) in enumerate(qblocks):
                 if causal and q0 + qs <= k0:
                     continue                                                       # block fully masked
-                qT = nl.load_transpose2d(q[b, q0:q0 + qs, :], dtype=cdt)            # [d, qs]
+                qT = _load_t(q[b, q0:q0 + qs, :], cdt, s_off)                        # [d, qs]
                 qt = nl.load(q[b, q0:q0 + qs, :], dtype=cdt)                        # [qs, d]
-                doT = nl.load_transpose2d(dout[b, q0:q0 + qs, :], dtype=cdt)        # [d, qs]
+                doT = _load_t(dout[b, q0:q0 + qs, :], cdt, p_off)                    # [d, qs]
                 dot = nl.load(dout[b, q0:q0 + qs, :], dtype=cdt)                    # [qs, d]
                 s = nl.matmul(qT, kT, transpose_x=True)                              # [qs, ks]
                 if causal and k0 + ks > q0:

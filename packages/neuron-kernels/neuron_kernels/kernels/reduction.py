@@ -2,7 +2,9 @@
 """Reductions (sum, mean, max, min) over one dimension of a tensor viewed as [outer, D, inner].
 
 inner == 1: rows on partitions, VectorE reduces along the free dimension in chunks.
-inner > 1: [D, inner] blocks are transposed on TensorE so D lands on the free dimension.
+inner > 1, sums of float32/bfloat16: TensorE multiplies each [D block, inner] tile by a ones
+column, accumulating the [1, inner] column sums in PSUM (D stays on the partitions: no transpose).
+inner > 1 otherwise: [D, inner] blocks are transposed on TensorE so D lands on the free dimension.
 """
 
 from __future__ import annotations
@@ -27,6 +29,24 @@ def _reduce_rows(x2, out2, op, scale):
                  else nl.copy(acc, dtype=out2.dtype))
 
 
+def _sum_columns(x, out, scale):
+    """out[o, i] = scale * sum_d x[o, d, i]: ones[D block, 1]^T @ x[o, D block, inner chunk] on
+    TensorE, accumulated over the D blocks in one PSUM bank (512 fp32 columns per chunk)."""
+    O, D, I = x.shape
+    ones = nl.full((min(D, P), 1), 1.0, x.dtype, bufs=1)
+    # Enough load buffers (up to 8) that every block's DMA is in flight while TensorE accumulates.
+    nbufs = max(2, min(8, -(-D // P)))
+    for o in nl.affine_range(O):
+        for i0, is_ in row_blocks(I, 512):
+            acc = nl.ndarray((1, is_), "float32", buffer=nl.psum)
+            for j, (d0, ds) in enumerate(row_blocks(D, P)):
+                t = nl.ndarray((ds, is_), x.dtype, bufs=nbufs)
+                nl.isa.dma_copy(t, x[o, d0:d0 + ds, i0:i0 + is_])
+                nl.isa.nc_matmul(acc, ones[:ds, :], t, accumulate=j > 0)
+            nl.store(out[o:o + 1, i0:i0 + is_], nl.multiply(acc, scale, dtype=out.dtype) if scale != 1.0
+                     else nl.copy(acc, dtype=out.dtype))
+
+
 @nl.jit
 def reduce(x, op="add", scale=1.0, out_dtype=None):
     """out[o, i] = scale * reduce_d x[o, d, i] for a 3-D view (outer, D, inner); op: add/max/min."""
@@ -34,6 +54,9 @@ def reduce(x, op="add", scale=1.0, out_dtype=None):
     out = nl.ndarray((O, I), out_dtype or x.dtype, buffer=nl.shared_hbm)
     if I == 1:
         _reduce_rows(x.reshape(O, D), out, op, scale)
+        return out
+    if op == "add" and x.dtype in ("float32", "bfloat16"):
+        _sum_columns(x, out, scale)
         return out
     out3 = out.reshape(O, I, 1)
     comb = getattr(nl, _COMBINE[op])
