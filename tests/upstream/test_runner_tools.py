@@ -158,6 +158,37 @@ def test_device_run_counts_device_independent_tests_without_running_them(tmp_pat
     assert again == run
 
 
+def test_slow_tests_get_a_timeout_scaled_from_their_cpu_duration(tmp_path):
+    """A test whose cpu run took long gets SLOW_FACTOR times that on neuron (capped); the others
+    keep the run's --timeout, which still ends a test that hangs."""
+    import os
+    import sys
+
+    cpu = {"TestThing.test_slow_DEV": {"outcome": "passed", "duration": 1.0},
+           "TestThing.test_hang_DEV": {"outcome": "passed", "duration": 0.01},
+           "TestThing.test_huge_DEV": {"outcome": "passed", "duration": 10_000.0},
+           "TestThing.test_failed_DEV": {"outcome": "failed", "duration": 50.0}}
+    timeouts = files.test_timeouts(cpu, 2)
+    assert timeouts == {"TestThing.test_slow_DEV": files.SLOW_FACTOR + 1,
+                        "TestThing.test_huge_DEV": files.LONG_TEST_CAP_S}
+    tree = tmp_path / "tree"
+    (tree / "test").mkdir(parents=True)
+    (tree / "test" / "test_fake.py").write_text(
+        "import time, unittest\n"
+        "class TestThingCPU(unittest.TestCase):\n"
+        "    def test_slow_cpu(self):\n        time.sleep(3)\n"
+        "    def test_hang_cpu(self):\n        time.sleep(60)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(files.pathlib.Path(files.__file__).resolve().parents[2]))
+    out = tmp_path / "out"
+    out.mkdir()
+    run = files.run_device(tree, "test_fake.py", "cpu", sys.executable, env, out, budget=0, timeout=2, workers=1,
+                           timeouts={"TestThing.test_slow_DEV": 30})
+    assert run["records"]["TestThing.test_slow_DEV"]["outcome"] == "passed"
+    assert run["records"]["TestThing.test_hang_DEV"]["outcome"] == "failed"
+    assert "Timeout" in run["records"]["TestThing.test_hang_DEV"]["error"]
+
+
 def test_dashboard_says_what_patch_0012_makes_of_non_native_skips(tmp_path):
     def entry(non_native, failures=()):
         return {"collected": 10, "cpu_passed": 8, "excluded": 0, "skipped": len(non_native),

@@ -63,9 +63,28 @@ def _device_independent(path):
     return len(set(path.read_text().split())) if path.exists() else 0
 
 
-def run_device(tree, fname, device, python, env, out, *, select=None, budget, timeout, workers, reuse=False):
+# A neuron test may take this many times its cpu duration (the device runs the same host math
+# plus per-op dispatch; float64 gradchecks of whole Transformers issue ~10^5 ops) before the
+# per-test timeout ends it, up to LONG_TEST_CAP_S.
+SLOW_FACTOR = 5
+LONG_TEST_CAP_S = 900
+
+
+def test_timeouts(cpu_records: dict, timeout: int) -> dict:
+    """{test id: seconds} for the cpu-passing tests whose scaled cpu duration exceeds `timeout`."""
+    out = {}
+    for t, r in cpu_records.items():
+        d = r.get("duration") or 0.0
+        if r.get("outcome") == "passed" and SLOW_FACTOR * d > timeout:
+            out[t] = int(min(LONG_TEST_CAP_S, SLOW_FACTOR * d + 1))
+    return out
+
+
+def run_device(tree, fname, device, python, env, out, *, select=None, budget, timeout, workers, reuse=False,
+               timeouts=None):
     """Runs `fname` on `device` (only the test ids in `select`, if given; else every test of a
-    class instantiated per device) and returns a dict: ``records`` ({test id: record}),
+    class instantiated per device; `timeouts`: {test id: seconds} longer than `timeout` for
+    those tests) and returns a dict: ``records`` ({test id: record}),
     ``timed_out`` (the budget ran out; a budget of 0 is none), ``seconds`` (wall time) and
     ``device_independent`` (tests of other classes, deselected). Resumes after a crash. With
     `reuse`, the records of an earlier completed run in `out` are read instead."""
@@ -95,6 +114,10 @@ def run_device(tree, fname, device, python, env, out, *, select=None, budget, ti
         if remaining is not None:
             select_file.write_text("".join(f"{t}\n" for t in sorted(remaining)))
             run_env["NEURON_UPSTREAM_SELECT"] = str(select_file)
+        if timeouts:
+            timeouts_file = out / f"{stem}.{device}.timeouts.json"
+            timeouts_file.write_text(json.dumps(timeouts))
+            run_env["NEURON_UPSTREAM_TIMEOUTS"] = str(timeouts_file)
         # Upstream's test/conftest.py targets an older pytest (its hooks fail validation on
         # pytest 9); the files themselves need none of it.
         cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--noconftest",
@@ -197,7 +220,8 @@ def run_file(tree, fname, python, env, out, *, budget, timeout, workers, cpu_cac
             expected[t] = e
         to_run.append(t)
     neuron_run = run_device(tree, fname, "neuron", python, env, out, select=to_run, budget=budget,
-                            timeout=timeout, workers=workers, reuse=reuse)
+                            timeout=timeout, workers=workers, reuse=reuse,
+                            timeouts=test_timeouts({t: cpu[t] for t in to_run}, timeout))
     neuron, timed_out = neuron_run["records"], neuron_run["timed_out"]
     outcomes = collections.Counter()
     skips = collections.Counter()

@@ -6,6 +6,8 @@ outcomes). ``NEURON_UPSTREAM_SELECT`` names a file of device-independent test id
 it, the tests of classes not instantiated per device are deselected (they never touch the
 device under test), and ``NEURON_UPSTREAM_DEVICE_INDEPENDENT`` names a file that gets their
 node ids.
+``NEURON_UPSTREAM_TIMEOUTS`` names a JSON file of {test id: seconds}: those tests get a
+``timeout`` mark of their own (longer than the run's ``--timeout``).
 ``NEURON_UPSTREAM_STARTED`` names a file that gets each test's node id when it starts, so a run
 that dies mid-test (a crash, or the file's time budget) tells which test it was in.
 """
@@ -52,6 +54,17 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    longer = os.environ.get("NEURON_UPSTREAM_TIMEOUTS")
+    if longer:
+        import json
+
+        import pytest
+        with open(longer) as fh:
+            seconds = json.load(fh)
+        for item in items:
+            s = seconds.get(test_id(item.nodeid))
+            if s:
+                item.add_marker(pytest.mark.timeout(s))
 
 
 def pytest_runtest_logstart(nodeid, location):
