@@ -75,6 +75,25 @@ void HostScope::sync_storage(StoragePair& p) {
   p.nbytes = hs->nbytes();
 }
 
+at::Tensor host_alias_of(const at::Tensor& t) {
+  if (!is_neuron(t)) return t;
+  TORCH_CHECK(!HostScope::has_layout_parts(t), "neuron: a host alias of a ", t.layout(),
+              t.is_quantized() ? " quantized" : "", " tensor needs its parts; alias a strided tensor");
+  auto* impl = t.storage().unsafeGetStorageImpl();
+  void* dptr = const_cast<void*>(impl->data_ptr().get());
+  void* h = dptr ? nsimDeviceToHostUnchecked(dptr) : nullptr;
+  TORCH_CHECK(!dptr || h, "neuron: storage pointer ", dptr, " is not device memory");
+  c10::Storage hs(c10::make_intrusive<c10::StorageImpl>(
+      c10::StorageImpl::use_byte_size_t(), impl->nbytes(),
+      c10::DataPtr(h, c10::Device(c10::DeviceType::CPU)), host_alias_allocator(), /*resizable=*/false));
+  auto a = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(hs), c10::DispatchKeySet(c10::DispatchKey::CPU), t.dtype());
+  a.unsafeGetTensorImpl()->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+  if (t.is_conj()) a._set_conj(true);
+  if (t.is_neg()) a._set_neg(true);
+  return a;
+}
+
 at::Tensor HostScope::alias(const at::Tensor& t) {
   if (!is_neuron(t)) return t;
   for (auto& tp : tensors_) {

@@ -15,6 +15,11 @@
 
 namespace torch_neuron {
 
+// A CPU tensor over `t`'s device bytes (same sizes, strides, offset, conj/neg bits; no copy),
+// valid while `t`'s storage keeps its memory; `t` itself when it is not a neuron tensor. For
+// Python code that computes a neuron op's values with CPU ops (the compile backend's fused chains).
+at::Tensor host_alias_of(const at::Tensor& t);
+
 class HostScope {
  public:
   explicit HostScope(c10::DeviceIndex device);

@@ -7,6 +7,7 @@
 
 #include "aten/Accounting.h"
 #include "aten/HostFallback.h"
+#include "aten/HostScope.h"
 #include "aten/NativeDecision.h"
 #include "aten/OpRegistry.h"
 #include "runtime/HostAllocationRedirect.h"
@@ -195,6 +196,14 @@ PYBIND11_MODULE(_C, m) {
             reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type, /*native=*/true, in);
   }, py::arg("op"), py::arg("dtype"), py::arg("device"), py::arg("kernel_ns"), py::arg("flops") = 0.0,
      py::arg("bytes_in") = 0.0, py::arg("bytes_out") = 0.0);
+  // CPU tensors over the device bytes of neuron tensors (others returned as they are): the
+  // compile backend's fused chains compute their values with CPU ops on these.
+  m.def("host_aliases", [](const std::vector<at::Tensor>& ts) {
+    std::vector<at::Tensor> out;
+    out.reserve(ts.size());
+    for (const auto& t : ts) out.push_back(host_alias_of(t));
+    return out;
+  });
   // A compiled graph's run: its launches are counted but not placed until the end.
   m.def("begin_deferred_launches", [] { begin_deferred_launches(); });
   // Ends deferral and returns (op, device, kernel ns, native) per deferred launch, in issue

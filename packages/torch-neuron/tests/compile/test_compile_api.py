@@ -237,3 +237,22 @@ def test_nki_op_and_sdpa_inside_a_compiled_graph():
     s = torch_neuron.compile_stats()
     assert "test_compile::double" not in s["fallback_reasons"] and s["kernel_nodes"] >= 2
     assert not any("scaled_dot_product" in op for op in s["fallback_reasons"]), s["fallback_reasons"]
+
+
+def test_host_aliases_share_the_device_bytes():
+    """The fused chains' host reference writes through CPU aliases of device tensors: views keep
+    their strides and offset, conj bits carry over, writes land in device memory."""
+    from torch_neuron import _C
+    t = torch.randn(64, 128, device=DEV)
+    v = t[:, 3:70:2]
+    c = torch.randn(3, 4, dtype=torch.complex64, device=DEV).conj()
+    cpu = torch.ones(2)
+    a, av, ac, same = _C.host_aliases([t, v, c, cpu])
+    assert a.device.type == av.device.type == "cpu" and same is cpu
+    assert av.stride() == v.stride() and av.storage_offset() == v.storage_offset()
+    torch.testing.assert_close(av, v.cpu())
+    torch.testing.assert_close(ac.resolve_conj(), c.cpu().resolve_conj())
+    av.fill_(7.0)
+    assert (t.cpu()[:, 3:70:2] == 7.0).all() and (t.cpu()[:, 0] != 7.0).all()
+    (e,) = _C.host_aliases([torch.empty(0, device=DEV)])
+    assert e.numel() == 0

@@ -15,12 +15,12 @@ dispatches them to their library kernels through the one torch-to-kernel bridge
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 
 import torch
 import torch.fx as fx
 
+from .. import _C
 from ..native import binders, numerics
 from ..native.bridge import NotCovered, account_launch, host_view, table_name
 from . import neff, stats
@@ -115,20 +115,7 @@ def eager_kernel_ns(node: fx.Node, profile: str) -> float | None:
 
 def host_alias(t: torch.Tensor) -> torch.Tensor:
     """A CPU tensor over ``t``'s device bytes (same sizes, strides and offset; no copy)."""
-    if t.device.type != "neuron":
-        return t
-    st = t.untyped_storage()
-    n = st.nbytes()
-    if n == 0:
-        return torch.empty(t.shape, dtype=t.dtype)
-    # The runtime's host address of the bytes, wrapped directly (a numpy view costs ~6x more per call).
-    raw = torch.frombuffer((ctypes.c_uint8 * n).from_address(_device_to_host(st.data_ptr(), n)), dtype=torch.uint8)
-    return raw.view(t.dtype).as_strided(t.shape, t.stride(), t.storage_offset())
-
-
-def _device_to_host(ptr: int, n: int) -> int:
-    from neuron_sim.memory import host_alias as device_to_host
-    return device_to_host(ptr, n)
+    return _C.host_aliases([t])[0]
 
 
 class FusedKernel:
@@ -178,8 +165,11 @@ class FusedKernel:
             self._run_program(inputs, outs)
         else:
             with torch.no_grad():
-                dests = [host_alias(o) for o in outs]
-                vals = self.reference(*[host_alias(t) if isinstance(t, torch.Tensor) else t for t in inputs], *dests)
+                tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+                aliases = _C.host_aliases(tensors + outs)
+                dests = aliases[len(tensors):]
+                it = iter(aliases)
+                vals = self.reference(*[next(it) if isinstance(t, torch.Tensor) else t for t in inputs], *dests)
                 for d, v, w in zip(dests, vals, self.written):
                     if not w:
                         d.copy_(v)
