@@ -259,7 +259,7 @@ def files_table(envs):
              "device only for not being one of torch's own (onlyNativeDeviceTypes, largeTensorTest); "
              "onlyCPU/onlyCUDA-style skips are not among them (they skip CUDA too). Wall time: the cpu "
              "pre-pass plus the neuron run, in seconds (the neuron run alone where the cpu pre-pass is "
-             "vanilla's). Per-test timeout on neuron: the run's --timeout, or 5 times the "
+             "vanilla's). Per-test timeout on neuron: the run's --timeout, or 20 times the "
              "test's cpu duration when that is longer (at most 900 s).", "",
              "| file | torch | " + " | ".join(label for _, label in FILE_COLUMNS) + " |",
              "|---|---|" + "---|" * len(FILE_COLUMNS)]
