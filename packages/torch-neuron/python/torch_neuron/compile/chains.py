@@ -146,13 +146,14 @@ def _norm_fits(node: fx.Node, g: Group, member) -> bool:
     """A layer norm (forward or backward) over the last dimension of a ``full`` tensor of ``g``, with
     per-column weight and bias (not chain values) and per-row statistics."""
     if node.target is aten.native_layer_norm.default:
-        x, shape, weight, bias = node.args[0], node.args[1], node.args[2], node.args[3]
-        full, cols, stats = [x], [], []
+        x, shape, weight, bias = node.args[:4]
+        full, stats = [x], []
     else:
         dy, x, shape, mean, rstd, weight, bias = node.args[:7]
-        full, cols, stats = [dy, x], [], [mean, rstd]
-    if len(shape) != 1 or not all(isinstance(v, torch.Tensor) and v.dtype in FLOAT_DTYPES
-                                  for v in _val(node) if v is not None):
+        full, stats = [dy, x], [mean, rstd]
+    results = _val(node)
+    if len(shape) != 1 or not isinstance(results, (tuple, list)) or not all(
+            isinstance(v, torch.Tensor) and v.dtype in FLOAT_DTYPES for v in results if v is not None):
         return False
     out = _shape(full[0])
     for a in full:
