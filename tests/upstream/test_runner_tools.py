@@ -132,13 +132,24 @@ def test_non_native_skips_are_told_apart():
     assert files.skip_kind("Skipped: test is slow; run with PYTORCH_TEST_WITH_SLOW") == "other"
 
 
-def test_device_run_counts_device_independent_tests_without_running_them(tmp_path):
+def _fake_tree(tmp_path, source: str):
+    """(tree, env, out): an upstream-like tree whose test/test_fake.py is `source`, an environment
+    that imports tools.upstream, and an empty results directory."""
     import os
-    import sys
 
     tree = tmp_path / "tree"
     (tree / "test").mkdir(parents=True)
-    (tree / "test" / "test_fake.py").write_text(
+    (tree / "test" / "test_fake.py").write_text(source)
+    env = dict(os.environ, PYTHONPATH=str(files.pathlib.Path(files.__file__).resolve().parents[2]))
+    out = tmp_path / "out"
+    out.mkdir()
+    return tree, env, out
+
+
+def test_device_run_counts_device_independent_tests_without_running_them(tmp_path):
+    import sys
+
+    tree, env, out = _fake_tree(tmp_path,
         "import unittest\n"
         "class TestPlain(unittest.TestCase):\n"
         "    def test_plain(self):\n        raise AssertionError('device-independent tests do not run')\n"
@@ -146,9 +157,6 @@ def test_device_run_counts_device_independent_tests_without_running_them(tmp_pat
         "    def test_a_cpu(self):\n        pass\n"
         "    def test_b_cpu_float32(self):\n        self.skipTest('Unknown device type')\n"
     )
-    env = dict(os.environ, PYTHONPATH=str(files.pathlib.Path(files.__file__).resolve().parents[2]))
-    out = tmp_path / "out"
-    out.mkdir()
     run = files.run_device(tree, "test_fake.py", "cpu", sys.executable, env, out, budget=0, timeout=60, workers=1)
     assert sorted(run["records"]) == ["TestThing.test_a_DEV", "TestThing.test_b_DEV_float32"]
     assert run["records"]["TestThing.test_a_DEV"]["outcome"] == "passed"
@@ -161,7 +169,6 @@ def test_device_run_counts_device_independent_tests_without_running_them(tmp_pat
 def test_slow_tests_get_a_timeout_scaled_from_their_cpu_duration(tmp_path):
     """A test whose cpu run took long gets SLOW_FACTOR times that on neuron (capped); the others
     keep the run's --timeout, which still ends a test that hangs."""
-    import os
     import sys
 
     cpu = {"TestThing.test_slow_DEV": {"outcome": "passed", "duration": 1.0},
@@ -171,17 +178,12 @@ def test_slow_tests_get_a_timeout_scaled_from_their_cpu_duration(tmp_path):
     timeouts = files.test_timeouts(cpu, 2)
     assert timeouts == {"TestThing.test_slow_DEV": files.SLOW_FACTOR + 1,
                         "TestThing.test_huge_DEV": files.LONG_TEST_CAP_S}
-    tree = tmp_path / "tree"
-    (tree / "test").mkdir(parents=True)
-    (tree / "test" / "test_fake.py").write_text(
+    tree, env, out = _fake_tree(tmp_path,
         "import time, unittest\n"
         "class TestThingCPU(unittest.TestCase):\n"
         "    def test_slow_cpu(self):\n        time.sleep(3)\n"
         "    def test_hang_cpu(self):\n        time.sleep(60)\n"
     )
-    env = dict(os.environ, PYTHONPATH=str(files.pathlib.Path(files.__file__).resolve().parents[2]))
-    out = tmp_path / "out"
-    out.mkdir()
     run = files.run_device(tree, "test_fake.py", "cpu", sys.executable, env, out, budget=0, timeout=2, workers=1,
                            timeouts={"TestThing.test_slow_DEV": 30})
     assert run["records"]["TestThing.test_slow_DEV"]["outcome"] == "passed"
