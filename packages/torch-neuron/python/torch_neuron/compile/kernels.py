@@ -122,7 +122,7 @@ class FusedKernel:
     """One generated tile kernel standing for a chain of ATen nodes."""
 
     def __init__(self, name: str, chain, reference: fx.GraphModule, inputs: list, outputs: list,
-                 kernel_info: dict, program_factory):
+                 kernel_info: dict, program_factory, inplace: tuple = (), absorbed: tuple = ()):
         self.__name__ = self.name = name
         self.chain = chain
         self.input_nodes = inputs             # the graph nodes the kernel reads, in argument order
@@ -139,6 +139,9 @@ class FusedKernel:
         self._program_factory = program_factory
         self._programs = None
         self._flops = kernel_info.get("flops")
+        # Per result: the argument it is stored into (the graph input it updates), or None.
+        self.inplace = tuple(inplace) or (None,) * len(outputs)
+        self.absorbed = tuple(absorbed)   # the copy_ nodes those stores replace
 
     @property
     def flops(self) -> float:
@@ -157,10 +160,14 @@ class FusedKernel:
 
     def __call__(self, *inputs):
         dev = next((t.device for t in inputs if isinstance(t, torch.Tensor)), None)
+        outs = [inputs[j] if j is not None else torch.empty_strided(shape, stride, dtype=dtype, device=dev)
+                for (shape, stride, dtype), j in zip(self.outputs, self.inplace)]
         if dev is None or dev.type != "neuron":
-            outs = [torch.empty_strided(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.outputs]
-            return tuple(self.reference(*inputs, *outs))
-        outs = [torch.empty_strided(shape, stride, dtype=dtype, device=dev) for shape, stride, dtype in self.outputs]
+            vals = self.reference(*inputs, *outs)
+            for d, v, w in zip(outs, vals, self.written):
+                if not w:
+                    d.copy_(v)
+            return tuple(outs)
         if numerics.device_numerics_enabled():
             self._run_program(inputs, outs)
         else:

@@ -263,10 +263,60 @@ def _out_variant(op):
     return None
 
 
-def reference_graph(g: Group, inputs: list, outputs: list) -> tuple[fx.GraphModule, tuple]:
+def _contiguous(v) -> bool:
+    return isinstance(v, torch.Tensor) and v.is_contiguous()
+
+
+def inplace_results(g: Group, chain, inputs: list, outputs: list) -> tuple[tuple, tuple]:
+    """Results the kernel writes straight into the graph input they update.
+
+    A functionalized graph updates an input (an optimizer's parameters and moments) by computing
+    the new value and ending with ``copy_(input, value)``. When the value is a full result of
+    this chain and the input is a full operand of it that nothing outside the chain reads, the
+    kernel stores the result into the input's buffer and the copy goes: every row block of the
+    tile program loads its operands before it stores its results, and element e of the result
+    depends on element e of the input only. Returns (per result: the index of the input it is
+    written into, or None; the copy_ nodes this absorbs)."""
+    members = set(g.nodes)
+    layouts = chain.layouts()
+    target: list = [None] * len(outputs)
+    absorbed = []
+    taken = set()
+    for k, o in enumerate(outputs):
+        for c in o.users:
+            via = None
+            if (c.target is aten.copy.default and len(c.users) == 1 and len(c.args) == 2 and c.args[1] is o
+                    and _val(c).shape == _val(o).shape and _val(c).dtype == _val(o).dtype):
+                # A user's ``x.copy_(value)`` functionalized: copy(x, value), then copy_(x, copy).
+                via, c = c, next(iter(c.users))
+                if c.args[0] is not via.args[0]:
+                    continue
+            if c.target is not aten.copy_.default or c.args[1] is not (via or o) or c.users or len(c.args) > 2:
+                continue
+            dst = c.args[0]
+            if (not isinstance(dst, fx.Node) or dst.op != "placeholder" or dst not in inputs or dst in taken
+                    or layouts[chain.outputs[k]] != "full"):
+                continue
+            j = inputs.index(dst)
+            dv, ov = _val(dst), _val(o)
+            if (chain.inputs[j].layout != "full" or not _contiguous(dv) or not _contiguous(ov)
+                    or dv.shape != ov.shape or dv.dtype != ov.dtype or dv.device != ov.device):
+                continue
+            if any(u is not c and u is not via and u not in members for u in dst.users):
+                continue
+            target[k] = j
+            taken.add(dst)
+            absorbed += [c] if via is None else [via, c]
+            break
+    return tuple(target), tuple(absorbed)
+
+
+def reference_graph(g: Group, inputs: list, outputs: list, inplace: tuple = ()) -> tuple[fx.GraphModule, tuple]:
     """The group's ATen nodes as their own graph: (inputs, then one tensor per output to write) ->
     tuple of outputs. A result whose op has an out= form is computed straight into its tensor;
-    the second value says which results were (the others are returned for the caller to copy)."""
+    the second value says which results were (the others are returned for the caller to copy).
+    A result written into an input (``inplace``) is computed into it only after the chain's
+    last read of that input."""
     graph = fx.Graph()
     env = {}
     for i, a in enumerate(inputs):
@@ -274,6 +324,15 @@ def reference_graph(g: Group, inputs: list, outputs: list) -> tuple[fx.GraphModu
     dests = [graph.placeholder(f"out{k}") for k in range(len(outputs))]
     slot = {o: k for k, o in enumerate(outputs)}
     written = [False] * len(outputs)
+    position = {n: i for i, n in enumerate(g.nodes)}
+    last_read = {}
+    for n in g.nodes:
+        for a in n.all_input_nodes:
+            if a in env:
+                last_read[a] = position[n]
+    for k, j in enumerate(inplace):
+        if j is not None and last_read.get(inputs[j], -1) > position[outputs[k]]:
+            slot.pop(outputs[k])
     for n in g.nodes:
         v = _out_variant(n.target) if n in slot else None
         if v is not None and isinstance(_val(n), torch.Tensor):
@@ -327,7 +386,9 @@ def lower(gm: fx.GraphModule, groups: list, kernels: dict) -> fx.GraphModule:
     from .kernels import FusedKernel
 
     group_of = {n: g.gid for g in groups if g.gid in kernels for n in g.nodes}
-    order = list(gm.graph.nodes)
+    # copy_ nodes whose value a kernel stores into the input itself (``inplace_results``).
+    absorbed = {c for k in kernels.values() for c in k.absorbed}
+    order = [n for n in gm.graph.nodes if n not in absorbed]
     index = {n: i for i, n in enumerate(order)}
     # Units: a group (by gid) or a node; dependencies between units.
     unit_of = {n: ("g", group_of[n]) if n in group_of else ("n", n) for n in order}
@@ -380,7 +441,9 @@ def lower(gm: fx.GraphModule, groups: list, kernels: dict) -> fx.GraphModule:
         for n in g_nodes:
             if n.target in VIEWS and n not in env and _view_base_available(n, env):
                 env[n] = graph.node_copy(n, lambda x: env[x])
-    graph.eliminate_dead_code()
+    # A kernel that stores into a graph input is a mutation even when no node reads its results.
+    graph.eliminate_dead_code(is_impure_node=lambda n: n.is_impure() or (
+        isinstance(n.target, FusedKernel) and any(j is not None for j in n.target.inplace)))
     return fx.GraphModule(gm, graph)
 
 

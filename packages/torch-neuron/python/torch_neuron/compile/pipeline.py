@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Lowering one AOTAutograd graph: an ordered list of named, pure passes with dumpable forms.
 
-    specialize -> classify -> fuse -> generate -> lower
+    specialize -> split_foreach -> classify -> fuse -> generate -> lower
 
 Each pass takes a ``Lowering`` and returns a new one (the input graph is never edited), and
 ``Lowering.dump()`` prints what a pass produced. The pipeline runs once per concrete input
@@ -20,7 +20,7 @@ from typing import Callable
 import torch
 import torch.fx as fx
 
-from . import chains, kernels, lowering, stats
+from . import chains, foreach, kernels, lowering, stats
 from .kernels import FusedKernel, library_entry
 from .options import CompileOptions
 
@@ -80,6 +80,17 @@ def specialize(lw: Lowering, args) -> Lowering:
     return dataclasses.replace(lw, gm=_fake_prop(lw.gm, args) if _symbolic(lw.gm) else lw.gm)
 
 
+def split_foreach(lw: Lowering, args=None) -> Lowering:
+    """``_foreach_*`` ops over lists of tensors as one op per element (``foreach``), so each
+    parameter's optimizer update can become one fused chain."""
+    if not lw.options.fusion:
+        return lw
+    gm, count = foreach.split(lw.gm)
+    if count:
+        stats.add("foreach_split", count)
+    return dataclasses.replace(lw, gm=gm)
+
+
 def classify(lw: Lowering, args=None) -> Lowering:
     kinds = []
     for n in lw.gm.graph.nodes:
@@ -117,9 +128,10 @@ def _build(lw: Lowering, g: chains.Group):
         info = lowering.build_kernel(name, chain, lw.options, lw.profile)
     except Exception as e:  # noqa: BLE001 - the chain's nodes run as eager ops; the reason is reported
         return None, f"{type(e).__name__}: {e}"
-    ref, written = lowering.reference_graph(g, inputs, outputs)
+    inplace, absorbed = lowering.inplace_results(g, chain, inputs, outputs)
+    ref, written = lowering.reference_graph(g, inputs, outputs, inplace)
     return FusedKernel(name, chain, ref, inputs, outputs, {**info, "eager_bytes": eager_bytes, "written": written},
-                       lowering.program_factory(chain, name, lw.profile)), None
+                       lowering.program_factory(chain, name, lw.profile), inplace, absorbed), None
 
 
 def _eager_ns(nodes, profile: str, overhead: float) -> float | None:
@@ -192,6 +204,7 @@ def generate(lw: Lowering, args=None) -> Lowering:
             continue
         groups.append(chosen)
         found.append((chosen.gid, kern))
+        stats.add("inplace_results", sum(j is not None for j in kern.inplace))
         stats.fused({"name": kern.name, "graph": lw.name, "ops": kern.chain.describe(),
                      "aten": [str(n.target) for n in chosen.nodes], "rows": kern.chain.rows,
                      "cols": kern.chain.cols, "latency_ns": kern.latency_ns, "hbm_bytes": kern.dma_bytes,
@@ -221,6 +234,7 @@ def count_host_nodes(lw: Lowering, fell_back: dict) -> None:
 
 PASSES: tuple[tuple[str, Callable], ...] = (
     ("specialize", specialize),
+    ("split_foreach", split_foreach),
     ("classify", classify),
     ("fuse", fuse),
     ("generate", generate),

@@ -15,6 +15,8 @@ def _empty() -> dict:
         "graphs": 0,                 # Dynamo graphs handed to the backend
         "partitions": 0,             # AOT graphs lowered (forward, backward, inference), per shape signature
         "specializations": 0,        # (graph, input shape signature) pairs lowered
+        "foreach_split": 0,          # _foreach_* nodes split into one op chain per list element
+        "inplace_results": 0,        # fused results written straight into the graph input they update
         "fused_kernels": [],         # per generated kernel: name, ops (the chain), latency_ns, hbm bytes
         "eager_nodes": 0,            # ATen nodes run as eager ops with a native kernel (on their first run)
         "kernel_nodes": 0,           # of those: matmul / attention / norm nodes served by library kernels

@@ -1,0 +1,150 @@
+# Copyright 2026 The torch-neuron authors
+# SPDX-License-Identifier: Apache-2.0
+"""``_foreach_*`` nodes as one ATen op chain per list element, so that fusion can see them.
+
+A compiled optimizer step (``torch.compile`` of a function calling ``opt.step()``) is a graph of
+``_foreach_*`` ops, each a pass over every parameter: AdamW reads and writes each parameter's
+state about twenty times. Split per element, the ops on one parameter form one pointwise chain
+(weight decay, both moments, the bias-corrected update) that ``chains`` fuses into one kernel
+reading the parameter, its gradient and its two moments once and writing three results. Only
+lists with a tensor of more than one element are split: the 0-d step counters and bias
+corrections stay ``_foreach_*`` ops (one launch per list), and their results reach the chains as
+scalar operands.
+"""
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.fx as fx
+
+aten = torch.ops.aten
+
+# _foreach_<name> -> the per-element binary op (its .Tensor overload takes a Python number as well).
+BINARY = {"add": aten.add.Tensor, "sub": aten.sub.Tensor, "mul": aten.mul.Tensor, "div": aten.div.Tensor}
+BINARY_LIST_ONLY = {"maximum": aten.maximum.default, "minimum": aten.minimum.default}
+UNARY = ("abs", "exp", "log", "neg", "reciprocal", "sigmoid", "sqrt", "rsqrt", "tanh", "sign", "sin", "cos",
+         "erf", "clone")
+
+
+def _val(x):
+    return x.meta.get("val") if isinstance(x, fx.Node) else x
+
+
+def _big(lst) -> bool:
+    return any(isinstance(_val(t), torch.Tensor) and _val(t).numel() > 1 for t in lst)
+
+
+def _constant(node):
+    """The fill value of a ``full_like`` node that only repeats a number in its source's dtype."""
+    if (isinstance(node, fx.Node) and node.target is aten.full_like.default and isinstance(node.args[1], (int, float))
+            and not isinstance(node.args[1], bool)
+            and node.kwargs.get("dtype") in (None, _val(node.args[0]).dtype)
+            and node.kwargs.get("memory_format") in (None, torch.preserve_format)):
+        return float(node.args[1])
+    return None
+
+
+class _Emitter:
+    def __init__(self, graph: fx.Graph):
+        self.graph = graph
+
+    def __call__(self, target, *args, **kwargs) -> fx.Node:
+        n = self.graph.call_function(target, args, kwargs)
+        n.meta["val"] = target(*fx.node.map_arg(args, _val), **fx.node.map_arg(kwargs, _val))
+        return n
+
+
+def _element(emit: _Emitter, name: str, overload: str, args: list, i: int, kwargs: dict):
+    """The per-element computation of ``_foreach_<name>.<overload>`` for element ``i``, or None
+    when the op is not one split here."""
+    def at(a):
+        return a[i] if isinstance(a, (list, tuple)) else a
+
+    alpha = kwargs.get("alpha", 1)
+    if name in BINARY and overload in ("Scalar", "List", "ScalarList", "Tensor"):
+        x, y = args[0][i], at(args[1])
+        c = _constant(y)
+        if c is not None:
+            y = c
+        if alpha != 1:
+            if name not in ("add", "sub"):
+                return None
+            y = emit(aten.mul.Tensor, y, alpha) if isinstance(y, fx.Node) else y * alpha
+        return emit(BINARY[name], x, y)
+    if name in BINARY_LIST_ONLY and overload == "List":
+        return emit(BINARY_LIST_ONLY[name], args[0][i], args[1][i])
+    if name in UNARY and overload == "default":
+        return emit(getattr(aten, name).default, args[0][i])
+    if name in ("addcmul", "addcdiv") and overload in ("Scalar", "ScalarList"):
+        value = args[3] if len(args) > 3 else kwargs.get("value", 1)
+        value = at(value)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return None
+        s, t1, t2 = args[0][i], args[1][i], args[2][i]
+        c1, c2 = _constant(t1), _constant(t2)
+        if name == "addcmul" and c1 is not None:
+            prod = emit(aten.mul.Tensor, t2, c1 * value)
+        elif name == "addcmul" and c2 is not None:
+            prod = emit(aten.mul.Tensor, t1, c2 * value)
+        else:
+            prod = emit(aten.mul.Tensor if name == "addcmul" else aten.div.Tensor, t1, t2)
+            if value != 1:
+                prod = emit(aten.mul.Tensor, prod, value)
+        return emit(aten.add.Tensor, s, prod)
+    if name == "lerp" and overload in ("Scalar", "ScalarList"):
+        w = at(args[2])
+        if not isinstance(w, (int, float)) or isinstance(w, bool):
+            return None
+        start, end = args[0][i], args[1][i]
+        diff = emit(aten.sub.Tensor, end, start)
+        # ATen's lerp: start + w * (end - start) for |w| < 0.5, else end - (end - start) * (1 - w).
+        if abs(w) < 0.5:
+            return emit(aten.add.Tensor, start, emit(aten.mul.Tensor, diff, float(w)))
+        return emit(aten.sub.Tensor, end, emit(aten.mul.Tensor, diff, 1.0 - float(w)))
+    if name == "pow" and overload == "Scalar":
+        return emit(aten.pow.Tensor_Scalar, args[0][i], args[1])
+    return None
+
+
+def _parse(node: fx.Node):
+    """(name, overload) of a functional ``_foreach_*`` node, else None."""
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+        return None
+    sch = node.target._schema
+    if not sch.name.startswith("aten::_foreach_") or not sch.returns or str(sch.returns[0].type) != "List[Tensor]":
+        return None
+    if any(a.alias_info is not None and a.alias_info.is_write for a in sch.arguments):
+        return None
+    return sch.name[len("aten::_foreach_"):], sch.overload_name or "default"
+
+
+def split(gm: fx.GraphModule) -> tuple[fx.GraphModule, int]:
+    """A copy of ``gm`` with its splittable ``_foreach_*`` nodes split per element (getitem
+    users read the element's result); the number of nodes split."""
+    graph = fx.Graph()
+    env: dict = {}
+    emit = _Emitter(graph)
+    count = 0
+    for n in gm.graph.nodes:
+        parsed = _parse(n)
+        if parsed is not None and n.args and isinstance(n.args[0], (list, tuple)) and _big(n.args[0]):
+            name, overload = parsed
+            args = [fx.node.map_arg(a, lambda x: env[x]) for a in n.args]
+            kwargs = {k: fx.node.map_arg(v, lambda x: env[x]) for k, v in n.kwargs.items()}
+            try:
+                elems = [_element(emit, name, overload, args, i, kwargs) for i in range(len(args[0]))]
+            except Exception:  # noqa: BLE001 - an element the fake op rejects: the list stays one op
+                elems = [None]
+            if all(e is not None for e in elems):
+                env[n] = elems
+                count += 1
+                continue
+        if n.op == "call_function" and n.target is operator.getitem and isinstance(env.get(n.args[0]), list):
+            env[n] = env[n.args[0]][n.args[1]]
+            continue
+        env[n] = graph.node_copy(n, lambda x: env[x])
+    if not count:
+        return gm, 0
+    graph.eliminate_dead_code()
+    return fx.GraphModule(gm, graph), count

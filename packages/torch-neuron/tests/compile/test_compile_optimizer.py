@@ -1,0 +1,121 @@
+# Copyright 2026 The torch-neuron authors
+# SPDX-License-Identifier: Apache-2.0
+"""A compiled optimizer step (``torch.compile`` of a function calling ``opt.step()``): its
+``_foreach_*`` ops are split per parameter, each parameter's update is one fused kernel that
+stores the new parameter and moments into their own buffers, and the values equal the eager
+optimizer's."""
+from __future__ import annotations
+
+import statistics
+
+import pytest
+import torch
+import torch_neuron
+from compile_helpers import DEV
+from torch import nn
+
+pytestmark = pytest.mark.timeout(300)
+
+OPTIMIZERS = {
+    "adamw": lambda ps: torch.optim.AdamW(ps, lr=1e-2, betas=(0.9, 0.95), weight_decay=0.1),
+    "adam": lambda ps: torch.optim.Adam(ps, lr=1e-2),
+    "sgd_momentum": lambda ps: torch.optim.SGD(ps, lr=1e-2, momentum=0.9, weight_decay=1e-4),
+}
+
+
+def _model():
+    torch.manual_seed(0)
+    # A 1-element bias among the parameters: its list element is split too but is no chain.
+    return nn.Sequential(nn.Linear(24, 64), nn.Tanh(), nn.Linear(64, 1)).to(DEV)
+
+
+def _grads(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    for p in model.parameters():
+        p.grad = torch.randn(p.shape, generator=g).to(DEV)
+
+
+def _run(name, compiled, steps=4):
+    model = _model()
+    opt = OPTIMIZERS[name](model.parameters())
+    step = torch.compile(lambda: opt.step(), backend="neuron") if compiled else opt.step
+    times = []
+    for s in range(steps):
+        _grads(model, s)
+        torch.neuron.synchronize()
+        t0 = torch_neuron.device_time_ns(DEV)
+        step()
+        torch.neuron.synchronize()
+        times.append(torch_neuron.device_time_ns(DEV) - t0)
+    return {n: p.detach().cpu() for n, p in model.named_parameters()}, opt, times
+
+
+@pytest.mark.parametrize("name", list(OPTIMIZERS))
+def test_compiled_optimizer_step_matches_eager(name):
+    eager, eager_opt, eager_ns = _run(name, compiled=False)
+    torch_neuron.clear_compile_stats()
+    comp, comp_opt, comp_ns = _run(name, compiled=True)
+    for n in eager:
+        torch.testing.assert_close(comp[n], eager[n], rtol=1e-5, atol=1e-6, msg=lambda m, n=n: f"{n}: {m}")
+    for pe, pc in zip(eager_opt.state.values(), comp_opt.state.values()):
+        for k in pe:
+            torch.testing.assert_close(pc[k].cpu(), pe[k].cpu(), rtol=1e-5, atol=1e-6)
+    s = torch_neuron.compile_stats()
+    assert s["foreach_split"] > 0
+    # Every parameter of more than one element has its update fused, writing the parameter (and
+    # its momentum buffers) in place: 3 results for Adam(W), 2 for SGD with momentum, in the
+    # graph of the steps after the first
+    per_param = 2 if name == "sgd_momentum" else 3
+    # (the first step's graph, which creates the optimizer state, is compiled too).
+    assert s["inplace_results"] >= per_param * 3, s["fused_kernels"]
+    # After the first step (which compiles), the fused update moves each tensor once where the
+    # eager foreach ops pass over it once per op.
+    assert statistics.median(comp_ns[1:]) < 0.75 * statistics.median(eager_ns[1:]), (comp_ns, eager_ns)
+
+
+@pytest.mark.parametrize("numerics", [False, True], ids=["host_reference", "device_numerics"])
+def test_result_stored_into_an_input_read_later_in_the_chain(numerics):
+    """The chain writes ``x``'s new value into ``x`` and also reads the old ``x`` after computing
+    it: the store must not reach the later read."""
+    def f(x, y):
+        new = x * y + 1.0
+        r = (new * x).exp()     # reads the old x after new is computed
+        x.copy_(new)
+        return r
+
+    torch.manual_seed(0)
+    x0, y = torch.randn(256, 48), torch.randn(256, 48)
+    xe = x0.clone()
+    re = f(xe, y)
+    xc = x0.to(DEV)
+    torch_neuron.set_device_numerics(numerics)
+    try:
+        rc = torch.compile(f, backend="neuron")(xc, y.to(DEV))
+    finally:
+        torch_neuron.set_device_numerics(False)
+    torch.testing.assert_close(rc.cpu(), re, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(xc.cpu(), xe, rtol=1e-6, atol=1e-6)
+    s = torch_neuron.compile_stats()
+    assert s["inplace_results"] == 1 and len(s["fused_kernels"]) == 1, s
+    if numerics:
+        assert s["numerics_launches"] == 1
+
+
+def test_input_read_outside_the_chain_is_not_overwritten():
+    """An input another node reads outside the fused chain keeps its copy_: no in-place store."""
+    def f(x, y):
+        new = (x * y + 1.0).sigmoid()
+        s = x.sum()          # a reduction over every dim: not part of the chain
+        x.copy_(new)
+        return s
+
+    torch.manual_seed(0)
+    x0, y = torch.randn(64, 32), torch.randn(64, 32)
+    xe = x0.clone()
+    se = f(xe, y)
+    xc = x0.to(DEV)
+    sc = torch.compile(f, backend="neuron")(xc, y.to(DEV))
+    torch.testing.assert_close(sc.cpu(), se, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(xc.cpu(), xe)
+    assert torch_neuron.compile_stats()["inplace_results"] == 0
+
