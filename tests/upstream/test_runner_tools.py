@@ -245,3 +245,14 @@ def test_file_tests_filter_counts_the_other_cpu_passing_tests_as_excluded(tmp_pa
                            tests=["TestPick.test_to*"])
     assert entry["cpu_passed"] == 3 and entry["run"] == 2 and entry["passed"] == 2
     assert entry["excluded_by"] == {"not selected (--file-tests)": 1}
+
+
+def test_xdist_workers_share_the_cores_intra_op_threads(monkeypatch):
+    """Two workers on two cores run one OpenMP thread each (not two spinning threads each), and a
+    caller's OMP_NUM_THREADS is kept."""
+    monkeypatch.setattr(files.os, "cpu_count", lambda: 2)
+    assert files.worker_env({"A": "1"}, 2) == {"A": "1", "OMP_NUM_THREADS": "1"}
+    assert files.worker_env({"A": "1"}, 1) == {"A": "1"}
+    assert files.worker_env({"OMP_NUM_THREADS": "2"}, 2)["OMP_NUM_THREADS"] == "2"
+    monkeypatch.setattr(files.os, "cpu_count", lambda: 8)
+    assert files.worker_env({}, 2)["OMP_NUM_THREADS"] == "4"

@@ -81,6 +81,16 @@ def test_timeouts(cpu_records: dict, timeout: int) -> dict:
     return out
 
 
+def worker_env(env: dict, workers: int) -> dict:
+    """``env`` for ``workers`` pytest-xdist workers sharing this machine's cores: each gets its
+    share of intra-op threads (OMP_NUM_THREADS, unless the caller set it). Left at torch's default,
+    every worker starts one OpenMP thread per core, and on an oversubscribed machine their
+    spin-waiting barriers slow a float64 gradcheck 10-20x (far past its timeout)."""
+    if workers <= 1 or "OMP_NUM_THREADS" in env:
+        return env
+    return dict(env, OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // workers)))
+
+
 def run_device(tree, fname, device, python, env, out, *, select=None, budget, timeout, workers, reuse=False,
                timeouts=None):
     """Runs `fname` on `device` (only the test ids in `select`, if given; else every test of a
@@ -110,7 +120,8 @@ def run_device(tree, fname, device, python, env, out, *, select=None, budget, ti
     while True:
         attempt += 1
         select_file = out / f"{stem}.{device}.select"
-        run_env = dict(env, PYTORCH_TESTING_DEVICE_ONLY_FOR=device, NEURON_UPSTREAM_RESULTS=str(results),
+        run_env = dict(worker_env(env, workers), PYTORCH_TESTING_DEVICE_ONLY_FOR=device,
+                       NEURON_UPSTREAM_RESULTS=str(results),
                        NEURON_UPSTREAM_STARTED=str(started), NEURON_UPSTREAM_DEVICE_INDEPENDENT=str(deselected))
         if remaining is not None:
             select_file.write_text("".join(f"{t}\n" for t in sorted(remaining)))

@@ -81,6 +81,7 @@ def run_suites(name, python, args, out, smoke):
            "-rN", *[SUITES[s] for s in args.suites]]
     if args.workers > 1:
         cmd[3:3] = ["-n", str(args.workers)]
+        env = upstream_files.worker_env(env, args.workers)
     if args.pytest_args:
         cmd += args.pytest_args.split()
     print(f"== {name}: {' '.join(args.suites)}{' (smoke subset)' if smoke else ''} ({python})", flush=True)
