@@ -12,7 +12,7 @@ printed tolerance.
     python tools/demo/train_char_gpt.py                 # 30 steps, fp32
     python tools/demo/train_char_gpt.py --amp           # bf16 autocast on both
     python tools/demo/train_char_gpt.py --device-only   # neuron only, no CPU twin
-    python tools/demo/train_char_gpt.py --compile       # the neuron model under torch.compile(backend="neuron")
+    python tools/demo/train_char_gpt.py --compile       # the neuron model and optimizer step under torch.compile
 """
 
 from __future__ import annotations
@@ -179,9 +179,9 @@ def make_loader(ids: torch.Tensor, cfg: GPTConfig, batch: int, seed: int, pin: b
                       drop_last=True, generator=gen, pin_memory=pin)
 
 
-def train_step(model, opt, x, y, amp: bool, forward=None) -> torch.Tensor:
-    """One ordinary training step; returns the (device) loss without syncing. ``forward``: the
-    model's compiled form, when the run compiles."""
+def train_step(model, opt, x, y, amp: bool, forward=None, opt_step=None) -> torch.Tensor:
+    """One ordinary training step; returns the (device) loss without syncing. ``forward`` and
+    ``opt_step``: the model's and the optimizer step's compiled forms, when the run compiles."""
     device_type = x.device.type
     with torch.autocast(device_type, dtype=torch.bfloat16, enabled=amp):
         logits = (model if forward is None else forward)(x)
@@ -189,7 +189,7 @@ def train_step(model, opt, x, y, amp: bool, forward=None) -> torch.Tensor:
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    opt.step()
+    (opt_step or opt.step)()
     return loss
 
 
@@ -264,7 +264,8 @@ def main(argv=None) -> int:
     ap.add_argument("--amp", action="store_true", help="bf16 autocast on both devices")
     ap.add_argument("--device-only", action="store_true", help="train on the device only (no CPU twin)")
     ap.add_argument("--compile", action="store_true",
-                    help="run the device model under torch.compile(backend='neuron') (the CPU twin stays eager)")
+                    help="run the device model and its optimizer step under torch.compile(backend='neuron') "
+                         "(the CPU twin stays eager)")
     ap.add_argument("--device", default="neuron", help="device to compare with CPU (default: neuron)")
     ap.add_argument("--tol", type=float, default=None,
                     help="max allowed |loss difference| (default 1e-3 fp32, 0.2 with --amp)")
@@ -284,7 +285,12 @@ def main(argv=None) -> int:
     if device.type == "neuron":
         torch.neuron.set_device(device)  # events and streams below belong to the current device
     timer = DeviceTimer(device)
-    dev_forward = torch.compile(dev_model, backend="neuron") if args.compile else None
+    dev_forward = dev_opt_step = None
+    if args.compile:
+        # The model, and the optimizer step as PyTorch documents compiling it (a function calling
+        # opt.step()): each parameter's AdamW update becomes one fused kernel.
+        dev_forward = torch.compile(dev_model, backend="neuron")
+        dev_opt_step = torch.compile(lambda: dev_opt.step(), backend="neuron")
     n_params = sum(p.numel() for p in dev_model.parameters())
 
     print(f"char-GPT: {cfg.n_layers} layers, d_model {cfg.d_model}, {cfg.n_heads} heads, seq {cfg.seq_len}, "
@@ -336,7 +342,7 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         token = timer.start()
         xd, yd = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        dev_loss = train_step(dev_model, dev_opt, xd, yd, args.amp, dev_forward).item()
+        dev_loss = train_step(dev_model, dev_opt, xd, yd, args.amp, dev_forward, dev_opt_step).item()
         ev_ms, clk_ms = timer.stop(token)
         dev_ms = (time.perf_counter() - t) * 1e3
         diff = abs(cpu_loss - dev_loss)
