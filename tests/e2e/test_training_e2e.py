@@ -64,6 +64,25 @@ def test_demo_amp_and_device_only(capsys):
     assert "max |loss diff|" not in out and "projection on trn2" in out
 
 
+@pytest.mark.timeout(240)
+def test_demo_compile_prints_the_same_table_with_less_device_time(capsys):
+    """--compile: the model and the optimizer step compiled; losses still match the CPU twin and
+    the steady steps take less simulated device time than the same run eager."""
+    demo = _demo_module()
+
+    def dev_ms(out):
+        rows = [line.split() for line in out.splitlines() if line[:4].strip().isdigit()]
+        assert len(rows) == 3, out
+        return [float(r[6]) for r in rows]
+    assert demo.main(["--steps", "3", *TINY]) == 0
+    eager = dev_ms(capsys.readouterr().out)
+    assert demo.main(["--steps", "3", "--compile", *TINY]) == 0
+    out = capsys.readouterr().out
+    assert "compiled (backend neuron)" in out and "OK" in out and "fused kernels" in out
+    compiled = dev_ms(out)
+    assert compiled[-1] < eager[-1], (compiled, eager)
+
+
 @pytest.mark.timeout(180)
 def test_demo_fails_when_losses_disagree(capsys):
     # A negative tolerance can never be met: the run must say FAIL and return 1.
