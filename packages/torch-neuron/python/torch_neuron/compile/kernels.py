@@ -16,6 +16,7 @@ dispatches them to their library kernels through the one torch-to-kernel bridge
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 import torch.fx as fx
@@ -113,6 +114,11 @@ def eager_kernel_ns(node: fx.Node, profile: str) -> float | None:
     return None if isinstance(r, float) else float(r[0])
 
 
+def _nbytes(node) -> int:
+    v = node.meta.get("val") if isinstance(node, fx.Node) else None
+    return v.numel() * v.element_size() if isinstance(v, torch.Tensor) else 0
+
+
 def host_alias(t: torch.Tensor) -> torch.Tensor:
     """A CPU tensor over ``t``'s device bytes (same sizes, strides and offset; no copy)."""
     return _C.host_aliases([t])[0]
@@ -142,6 +148,12 @@ class FusedKernel:
         # Per result: the argument it is stored into (the graph input it updates), or None.
         self.inplace = tuple(inplace) or (None,) * len(outputs)
         self.absorbed = tuple(absorbed)   # the copy_ nodes those stores replace
+        # Fixed per kernel (the graph is specialized to its shapes): HBM bytes in and out, for the
+        # launch record, and the reference's forward (called without nn.Module's call machinery).
+        self._bytes_in = float(sum(_nbytes(n) for n in inputs))
+        self._bytes_out = float(sum(math.prod(shape) * dtype.itemsize for shape, _, dtype in self.outputs))
+        self._reference = reference.forward
+        self._launch_name = f"neuron::{name}"
 
     @property
     def flops(self) -> float:
@@ -171,21 +183,30 @@ class FusedKernel:
         if numerics.device_numerics_enabled():
             self._run_program(inputs, outs)
         else:
-            with torch.no_grad():
+            # Compiled graphs run with grad off (AOTAutograd's wrappers); a direct call may not.
+            grad = torch.is_grad_enabled()
+            if grad:
+                torch.set_grad_enabled(False)
+            try:
                 tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
                 aliases = _C.host_aliases(tensors + outs)
                 dests = aliases[len(tensors):]
-                it = iter(aliases)
-                vals = self.reference(*[next(it) if isinstance(t, torch.Tensor) else t for t in inputs], *dests)
+                if len(tensors) == len(inputs):
+                    vals = self._reference(*aliases)
+                else:
+                    it = iter(aliases)
+                    vals = self._reference(*[next(it) if isinstance(t, torch.Tensor) else t for t in inputs], *dests)
                 for d, v, w in zip(dests, vals, self.written):
                     if not w:
                         d.copy_(v)
+            finally:
+                if grad:
+                    torch.set_grad_enabled(True)
         rec = neff.active()
         if rec is not None:
             rec.fused(self.name, self.programs(), inputs, outs)
-        account_launch(f"neuron::{self.name}", self.outputs[0][2], dev.index, self.latency_ns, self.flops,
-                       sum(t.numel() * t.element_size() for t in inputs if isinstance(t, torch.Tensor)),
-                       sum(o.numel() * o.element_size() for o in outs))
+        account_launch(self._launch_name, self.outputs[0][2], dev.index, self.latency_ns, self.flops,
+                       self._bytes_in, self._bytes_out)
         stats.record_launch(self)
         return tuple(outs)
 
