@@ -48,7 +48,10 @@ MATMULS = {aten.mm.default, aten.addmm.default}
 # Several results each (read through operator.getitem): one node, expanded into steps in the chain.
 NORMS = {aten.native_layer_norm.default, aten.native_layer_norm_backward.default}
 COMPOSITE = {aten.gelu.default, aten.gelu_backward.default, aten.threshold_backward.default, aten.tanh_backward.default, aten.sigmoid_backward.default,
-             aten.rsub.Scalar, prims.convert_element_type.default, aten._to_copy.default}
+             aten.rsub.Scalar, prims.convert_element_type.default, aten._to_copy.default,
+             # per-element optimizer ops (``foreach``): several steps each
+             aten.addcmul.default, aten.addcdiv.default, aten.lerp.Scalar}
+MULTI_STEP = {aten.gelu_backward.default, aten.addcmul.default, aten.addcdiv.default, aten.lerp.Scalar}
 
 
 def is_candidate(node: fx.Node) -> bool:
@@ -343,9 +346,8 @@ def find_groups(gm: fx.GraphModule, min_chain: int) -> list[Group]:
         while g.nodes and g.nodes[-1].target in VIEWS:
             g.nodes.pop()
         compute = [n for n in g.nodes if n.target not in VIEWS and n.target is not operator.getitem]
-        # GELU's backward and the norms are several steps in one node.
-        if len(compute) + sum(n.target is aten.gelu_backward.default or n.target in NORMS
-                              for n in compute) >= min_chain:
+        # GELU's backward, the optimizer's composite ops and the norms are several steps in one node.
+        if len(compute) + sum(n.target in MULTI_STEP or n.target in NORMS for n in compute) >= min_chain:
             out.append(g)
     return out
 

@@ -83,25 +83,18 @@ def _element(emit: _Emitter, name: str, overload: str, args: list, i: int, kwarg
             return None
         s, t1, t2 = args[0][i], args[1][i], args[2][i]
         c1, c2 = _constant(t1), _constant(t2)
-        if name == "addcmul" and c1 is not None:
-            prod = emit(aten.mul.Tensor, t2, c1 * value)
-        elif name == "addcmul" and c2 is not None:
-            prod = emit(aten.mul.Tensor, t1, c2 * value)
-        else:
-            prod = emit(aten.mul.Tensor if name == "addcmul" else aten.div.Tensor, t1, t2)
-            if value != 1:
-                prod = emit(aten.mul.Tensor, prod, value)
-        return emit(aten.add.Tensor, s, prod)
+        # A tensor filled with one number (an AOT-decomposed lerp: addcmul(m, full_like(w), g - m))
+        # is that number.
+        if name == "addcmul" and (c1 is not None or c2 is not None):
+            scale = (c1 if c1 is not None else c2) * value
+            return emit(aten.add.Tensor, s, emit(aten.mul.Tensor, t2 if c1 is not None else t1, scale))
+        # The op the eager foreach kernel applies to each element.
+        return emit(getattr(aten, name).default, s, t1, t2, value=value)
     if name == "lerp" and overload in ("Scalar", "ScalarList"):
         w = at(args[2])
         if not isinstance(w, (int, float)) or isinstance(w, bool):
             return None
-        start, end = args[0][i], args[1][i]
-        diff = emit(aten.sub.Tensor, end, start)
-        # ATen's lerp: start + w * (end - start) for |w| < 0.5, else end - (end - start) * (1 - w).
-        if abs(w) < 0.5:
-            return emit(aten.add.Tensor, start, emit(aten.mul.Tensor, diff, float(w)))
-        return emit(aten.sub.Tensor, end, emit(aten.mul.Tensor, diff, 1.0 - float(w)))
+        return emit(aten.lerp.Scalar, args[0][i], args[1][i], w)
     if name == "pow" and overload == "Scalar":
         return emit(aten.pow.Tensor_Scalar, args[0][i], args[1])
     return None

@@ -122,6 +122,22 @@ def chain_of(g: Group):
         elif t is aten.gelu_backward.default:
             value[n] = _gelu_backward(emit, ref(n.args[0], out), ref(n.args[1], out),
                                       n.kwargs.get("approximate", "none"), dt, n)
+        elif t in (aten.addcmul.default, aten.addcdiv.default):
+            # self + value * (t1 op t2), fp32 between the steps as ATen's kernel computes it.
+            scale = n.kwargs.get("value", n.args[3] if len(n.args) > 3 else 1)
+            prod = emit("multiply" if t is aten.addcmul.default else "divide",
+                        [ref(n.args[1], out), ref(n.args[2], out)], "float32", n)
+            if scale != 1:
+                prod = emit("multiply", [prod, ("c", float(scale))], "float32", n)
+            value[n] = emit("add", [ref(n.args[0], out), prod], dt, n)
+        elif t is aten.lerp.Scalar:
+            # ATen's lerp: start + w * (end - start) for |w| < 0.5, else end - (end - start) * (1 - w).
+            start, end, w = ref(n.args[0], out), ref(n.args[1], out), float(n.args[2])
+            diff = emit("subtract", [end, start], "float32", n)
+            if abs(w) < 0.5:
+                value[n] = emit("add", [start, emit("multiply", [diff, ("c", w)], "float32", n)], dt, n)
+            else:
+                value[n] = emit("subtract", [end, emit("multiply", [diff, ("c", 1.0 - w)], "float32", n)], dt, n)
         elif t is aten.tanh_backward.default:
             y = ref(n.args[1], out)
             sq = emit("multiply", [y, y], "float32", n)
