@@ -73,6 +73,25 @@ def test_compiled_optimizer_step_matches_eager(name):
     assert statistics.median(comp_ns[1:]) < 0.75 * statistics.median(eager_ns[1:]), (comp_ns, eager_ns)
 
 
+def test_device_numerics_compute_the_fused_update():
+    """With device numerics on, the generated update kernels (lerp, addcmul, addcdiv expanded into
+    engine steps) compute the new parameters and moments."""
+    eager, eager_opt, _ = _run("adamw", compiled=False, steps=2)
+    torch_neuron.clear_compile_stats()
+    torch_neuron.set_device_numerics(True)
+    try:
+        comp, comp_opt, _ = _run("adamw", compiled=True, steps=2)
+    finally:
+        torch_neuron.set_device_numerics(False)
+    for n in eager:
+        torch.testing.assert_close(comp[n], eager[n], rtol=1e-5, atol=1e-5, msg=lambda m, n=n: f"{n}: {m}")
+    for pe, pc in zip(eager_opt.state.values(), comp_opt.state.values()):
+        for k in pe:
+            torch.testing.assert_close(pc[k].cpu(), pe[k].cpu(), rtol=1e-5, atol=1e-6)
+    s = torch_neuron.compile_stats()
+    assert s["numerics_launches"] == s["fused_launches"] > 0
+
+
 @pytest.mark.parametrize("numerics", [False, True], ids=["host_reference", "device_numerics"])
 def test_result_stored_into_an_input_read_later_in_the_chain(numerics):
     """The chain writes ``x``'s new value into ``x`` and also reads the old ``x`` after computing

@@ -90,11 +90,6 @@ def _element(emit: _Emitter, name: str, overload: str, args: list, i: int, kwarg
             return emit(aten.add.Tensor, s, emit(aten.mul.Tensor, t2 if c1 is not None else t1, scale))
         # The op the eager foreach kernel applies to each element.
         return emit(getattr(aten, name).default, s, t1, t2, value=value)
-    if name == "lerp" and overload in ("Scalar", "ScalarList"):
-        w = at(args[2])
-        if not isinstance(w, (int, float)) or isinstance(w, bool):
-            return None
-        return emit(aten.lerp.Scalar, args[0][i], args[1][i], w)
     if name == "pow" and overload == "Scalar":
         return emit(aten.pow.Tensor_Scalar, args[0][i], args[1])
     return None

@@ -130,14 +130,6 @@ def chain_of(g: Group):
             if scale != 1:
                 prod = emit("multiply", [prod, ("c", float(scale))], "float32", n)
             value[n] = emit("add", [ref(n.args[0], out), prod], dt, n)
-        elif t is aten.lerp.Scalar:
-            # ATen's lerp: start + w * (end - start) for |w| < 0.5, else end - (end - start) * (1 - w).
-            start, end, w = ref(n.args[0], out), ref(n.args[1], out), float(n.args[2])
-            diff = emit("subtract", [end, start], "float32", n)
-            if abs(w) < 0.5:
-                value[n] = emit("add", [start, emit("multiply", [diff, ("c", w)], "float32", n)], dt, n)
-            else:
-                value[n] = emit("subtract", [end, emit("multiply", [diff, ("c", 1.0 - w)], "float32", n)], dt, n)
         elif t is aten.tanh_backward.default:
             y = ref(n.args[1], out)
             sq = emit("multiply", [y, y], "float32", n)
