@@ -130,6 +130,9 @@ def test_non_native_skips_are_told_apart():
     assert files.SKIP_KINDS[files.skip_kind("Skipped: onlyNativeDeviceTypes: doesn't run on neuron")][0]
     assert not files.SKIP_KINDS[files.skip_kind("Skipped: Only runs on cuda")][0]
     assert files.skip_kind("Skipped: test is slow; run with PYTORCH_TEST_WITH_SLOW") == "other"
+    # test_optim's fused-vs-forloop tests run on the devices OptimInfo lists (cuda among them).
+    kind = files.skip_kind("Skipped: neuron:0 is not supported for fused on AdamW")
+    assert kind == "OptimInfo.supports_fused_on" and files.SKIP_KINDS[kind][0]
 
 
 def _fake_tree(tmp_path, source: str):

@@ -256,7 +256,8 @@ def files_table(envs):
     lines = ["", "## Upstream test files (from " + envs[names[0]]["files"].get("tree", "?") + ")", "",
              "Tests of each file that pass on cpu with the same wheel run on neuron, except device-independent "
              "ones and expectation skips (excluded). Non-native skips: tests torch's decorators skip on a "
-             "device only for not being one of torch's own (onlyNativeDeviceTypes, largeTensorTest); "
+             "device only for not being one of torch's own (onlyNativeDeviceTypes, largeTensorTest, and the "
+             "fused-optimizer tests OptimInfo.supports_fused_on limits to cpu, cuda, xpu and mps); "
              "onlyCPU/onlyCUDA-style skips are not among them (they skip CUDA too). Wall time: the cpu "
              "pre-pass plus the neuron run, in seconds (the neuron run alone where the cpu pre-pass is "
              "vanilla's). Per-test timeout on neuron: the run's --timeout, or 20 times the "

@@ -28,12 +28,15 @@ FILES = (
     "test_shape_ops.py", "test_sort_and_select.py", "test_serialization.py", "test_tensor_creation_ops.py",
     "test_type_promotion.py", "test_foreach.py",
 )
-# Skip messages of torch's testing decorators, by kind. The non-native kinds skip a device only
-# for not being one of torch's own (cuda, cpu, ...): patch 0012 is about them. The others skip
-# every device but the one a test was written for, CUDA included.
+# Skip messages of torch's testing decorators and databases, by kind. The non-native kinds skip a
+# device only for not being one of torch's own (cuda, cpu, ...): patch 0012 is about the first
+# two; OptimInfo's supports_fused_on lists the devices whose fused optimizer tests run (cpu, cuda,
+# xpu, mps; not privateuse1, although torch.optim accepts fused=True on it). The others skip every
+# device but the one a test was written for, CUDA included.
 SKIP_KINDS = {
     "onlyNativeDeviceTypes": (True, re.compile(r"onlyNativeDeviceTypes|doesn't run on")),
     "largeTensorTest": (True, re.compile(r"Unknown device type|largeTensorTest|[Ii]nsufficient \w+ memory")),
+    "OptimInfo.supports_fused_on": (True, re.compile(r"is not supported for fused on")),
     "device-specific (onlyCPU, onlyCUDA, ...)": (False, re.compile(r"[Oo]nly runs on")),
 }
 
