@@ -50,8 +50,8 @@ NORMS = {aten.native_layer_norm.default, aten.native_layer_norm_backward.default
 COMPOSITE = {aten.gelu.default, aten.gelu_backward.default, aten.threshold_backward.default, aten.tanh_backward.default, aten.sigmoid_backward.default,
              aten.rsub.Scalar, prims.convert_element_type.default, aten._to_copy.default,
              # per-element optimizer ops (``foreach``): several steps each
-             aten.addcmul.default, aten.addcdiv.default}
-MULTI_STEP = {aten.gelu_backward.default, aten.addcmul.default, aten.addcdiv.default}
+             aten.addcmul.default, aten.addcdiv.default, aten.lerp.Scalar}
+MULTI_STEP = {aten.gelu_backward.default, aten.addcmul.default, aten.addcdiv.default, aten.lerp.Scalar}
 
 
 def is_candidate(node: fx.Node) -> bool:

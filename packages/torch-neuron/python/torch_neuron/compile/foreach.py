@@ -83,11 +83,16 @@ def _element(emit: _Emitter, name: str, overload: str, args: list, i: int, kwarg
             return None
         s, t1, t2 = args[0][i], args[1][i], args[2][i]
         c1, c2 = _constant(t1), _constant(t2)
-        # A tensor filled with one number (an AOT-decomposed lerp: addcmul(m, full_like(w), g - m))
-        # is that number.
+        # A tensor filled with one number is that number; addcmul(m, full_like(w), g - m) is how
+        # AOTAutograd decomposes _foreach_lerp.
         if name == "addcmul" and (c1 is not None or c2 is not None):
             scale = (c1 if c1 is not None else c2) * value
-            return emit(aten.add.Tensor, s, emit(aten.mul.Tensor, t2 if c1 is not None else t1, scale))
+            other = t2 if c1 is not None else t1
+            if (isinstance(other, fx.Node) and other.target is aten.sub.Tensor and other.args[1] is s
+                    and other.kwargs.get("alpha", 1) == 1 and abs(scale) < 0.5):
+                # s + w * (end - s): the lerp the eager optimizer runs (_foreach_lerp_), one op.
+                return emit(aten.lerp.Scalar, s, other.args[0], scale)
+            return emit(aten.add.Tensor, s, emit(aten.mul.Tensor, other, scale))
         # The op the eager foreach kernel applies to each element.
         return emit(getattr(aten, name).default, s, t1, t2, value=value)
     if name == "pow" and overload == "Scalar":

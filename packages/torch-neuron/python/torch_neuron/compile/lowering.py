@@ -130,6 +130,14 @@ def chain_of(g: Group):
             if scale != 1:
                 prod = emit("multiply", [prod, ("c", float(scale))], "float32", n)
             value[n] = emit("add", [ref(n.args[0], out), prod], dt, n)
+        elif t is aten.lerp.Scalar:
+            # ATen's lerp: start + w * (end - start) for |w| < 0.5, else end - (end - start) * (1 - w).
+            start, end, w = ref(n.args[0], out), ref(n.args[1], out), float(n.args[2])
+            diff = emit("subtract", [end, start], "float32", n)
+            if abs(w) < 0.5:
+                value[n] = emit("add", [start, emit("multiply", [diff, ("c", w)], "float32", n)], dt, n)
+            else:
+                value[n] = emit("subtract", [end, emit("multiply", [diff, ("c", 1.0 - w)], "float32", n)], dt, n)
         elif t is aten.tanh_backward.default:
             y = ref(n.args[1], out)
             sq = emit("multiply", [y, y], "float32", n)
@@ -351,7 +359,44 @@ def reference_graph(g: Group, inputs: list, outputs: list, inplace: tuple = ()) 
         else:
             env[n] = graph.node_copy(n, lambda x: env[x])
     graph.output(tuple(env[o] for o in outputs))
+    _reinplace(graph)
     return fx.GraphModule(torch.nn.Module(), graph), tuple(written)
+
+
+def _inplace_variant(op):
+    """``aten.X_.<overload>`` for ``aten.X.<overload>``, or None."""
+    if not isinstance(op, torch._ops.OpOverload):
+        return None
+    packet = getattr(aten, op._schema.name.split("::")[-1] + "_", None)
+    name = op._schema.overload_name or "default"
+    return getattr(packet, name, None) if packet is not None and name in packet.overloads() else None
+
+
+def _fresh(node) -> bool:
+    """A node whose result is a new tensor (not a view of another, not an out= argument)."""
+    if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+        return False
+    ret = node.target._schema.returns
+    return len(ret) == 1 and ret[0].alias_info is None
+
+
+def _reinplace(graph: fx.Graph) -> None:
+    """An op whose first operand is an intermediate read by nothing else computes into it
+    (``mul`` -> ``mul_``): the host reference allocates one tensor per chain value fewer."""
+    owned = {n for n in graph.nodes if _fresh(n)}   # results whose storage no other value shares
+    for n in list(graph.nodes):
+        if n not in owned or not n.args:
+            continue
+        a = n.args[0]
+        if not isinstance(a, fx.Node) or a not in owned or len(a.users) != 1:
+            continue
+        va, vn = a.meta.get("val"), n.meta.get("val")
+        if (not isinstance(va, torch.Tensor) or not isinstance(vn, torch.Tensor) or va.shape != vn.shape
+                or va.dtype != vn.dtype or not va.is_contiguous()):
+            continue
+        op = _inplace_variant(n.target)
+        if op is not None:
+            n.target = op
 
 
 def build_kernel(name: str, chain, options, profile: str) -> dict:
