@@ -73,6 +73,19 @@ def test_compiled_optimizer_step_matches_eager(name):
     assert statistics.median(comp_ns[1:]) < 0.75 * statistics.median(eager_ns[1:]), (comp_ns, eager_ns)
 
 
+def test_a_lone_list_op_stays_one_launch():
+    """clip_grad_norm_'s scaling, compiled alone: one _foreach_mul_ over the gradients has no list
+    op to fuse with, so it is not split into one launch per tensor."""
+    model = _model()
+    _grads(model, 0)
+    grads = [p.grad for p in model.parameters()]
+    ref = [g.cpu() * 0.5 for g in grads]
+    torch.compile(lambda gs: torch._foreach_mul_(gs, 0.5), backend="neuron")(grads)
+    for g, r in zip(grads, ref):
+        torch.testing.assert_close(g.cpu(), r)
+    assert torch_neuron.compile_stats()["foreach_split"] == 0
+
+
 def test_device_numerics_compute_the_fused_update():
     """With device numerics on, the generated update kernels (lerp, addcmul, addcdiv expanded into
     engine steps) compute the new parameters and moments."""

@@ -9,7 +9,8 @@ state about twenty times. Split per element, the ops on one parameter form one p
 reading the parameter, its gradient and its two moments once and writing three results. Only
 lists with a tensor of more than one element are split: the 0-d step counters and bias
 corrections stay ``_foreach_*`` ops (one launch per list), and their results reach the chains as
-scalar operands.
+scalar operands. A list op no other list op reads from or feeds stays whole: split, it would be
+one unfused launch per element instead of one per list.
 """
 from __future__ import annotations
 
@@ -112,6 +113,29 @@ def _parse(node: fx.Node):
     return sch.name[len("aten::_foreach_"):], sch.overload_name or "default"
 
 
+def _splittable(name: str, overload: str) -> bool:
+    return ((name in BINARY and overload in ("Scalar", "List", "ScalarList", "Tensor"))
+            or (name in BINARY_LIST_ONLY and overload == "List") or (name in UNARY and overload == "default")
+            or (name in ("addcmul", "addcdiv") and overload in ("Scalar", "ScalarList"))
+            or (name == "pow" and overload == "Scalar"))
+
+
+def _linked(gm: fx.GraphModule) -> set:
+    """The splittable list ops that read another one's results or have theirs read by one: split
+    alone, a list op becomes one launch per element that no chain absorbs (clip_grad_norm_'s
+    scaling of the gradients), so only connected list ops are split."""
+    cands = [n for n in gm.graph.nodes if (p := _parse(n)) is not None and _splittable(*p)
+             and n.args and isinstance(n.args[0], (list, tuple)) and _big(n.args[0])]
+    cand = set(cands)
+    linked = set()
+    for n in cands:
+        for a in n.all_input_nodes:
+            src = a.args[0] if a.op == "call_function" and a.target is operator.getitem else None
+            if src in cand:
+                linked |= {n, src}
+    return linked
+
+
 def split(gm: fx.GraphModule) -> tuple[fx.GraphModule, int]:
     """A copy of ``gm`` with its splittable ``_foreach_*`` nodes split per element (getitem
     users read the element's result); the number of nodes split."""
@@ -119,9 +143,10 @@ def split(gm: fx.GraphModule) -> tuple[fx.GraphModule, int]:
     env: dict = {}
     emit = _Emitter(graph)
     count = 0
+    linked = _linked(gm)
     for n in gm.graph.nodes:
         parsed = _parse(n)
-        if parsed is not None and n.args and isinstance(n.args[0], (list, tuple)) and _big(n.args[0]):
+        if n in linked:
             name, overload = parsed
             args = [fx.node.map_arg(a, lambda x: env[x]) for a in n.args]
             kwargs = {k: fx.node.map_arg(v, lambda x: env[x]) for k, v in n.kwargs.items()}
