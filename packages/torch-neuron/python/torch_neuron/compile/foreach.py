@@ -36,12 +36,14 @@ def _big(lst) -> bool:
     return any(isinstance(_val(t), torch.Tensor) and _val(t).numel() > 1 for t in lst)
 
 
-def _constant(node):
-    """The fill value of a ``full_like`` node that only repeats a number in its source's dtype."""
+def _constant(node, like):
+    """The fill value of a ``full_like`` node that only repeats a number in its source's dtype, with
+    the shape of ``like`` (so that a number in its place broadcasts the same), else None."""
     if (isinstance(node, fx.Node) and node.target is aten.full_like.default and isinstance(node.args[1], (int, float))
             and not isinstance(node.args[1], bool)
             and node.kwargs.get("dtype") in (None, _val(node.args[0]).dtype)
-            and node.kwargs.get("memory_format") in (None, torch.preserve_format)):
+            and node.kwargs.get("memory_format") in (None, torch.preserve_format)
+            and isinstance(_val(like), torch.Tensor) and _val(node).shape == _val(like).shape):
         return float(node.args[1])
     return None
 
@@ -65,7 +67,7 @@ def _element(emit: _Emitter, name: str, overload: str, args: list, i: int, kwarg
     alpha = kwargs.get("alpha", 1)
     if name in BINARY and overload in ("Scalar", "List", "ScalarList", "Tensor"):
         x, y = args[0][i], at(args[1])
-        c = _constant(y)
+        c = _constant(y, x)
         if c is not None:
             y = c
         if alpha != 1:
@@ -83,7 +85,7 @@ def _element(emit: _Emitter, name: str, overload: str, args: list, i: int, kwarg
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             return None
         s, t1, t2 = args[0][i], args[1][i], args[2][i]
-        c1, c2 = _constant(t1), _constant(t2)
+        c1, c2 = _constant(t1, t2), _constant(t2, t1)
         # A tensor filled with one number is that number; addcmul(m, full_like(w), g - m) is how
         # AOTAutograd decomposes _foreach_lerp.
         if name == "addcmul" and (c1 is not None or c2 is not None):
