@@ -105,6 +105,22 @@ def test_device_numerics_compute_the_fused_update():
     assert s["numerics_launches"] == s["fused_launches"] > 0
 
 
+def _eager_and_compiled(f, shape, numerics=False):
+    """((result, x after), on CPU eager; (result, x after), compiled on neuron) of ``f(x, y)``,
+    which updates ``x`` in place."""
+    torch.manual_seed(0)
+    x0, y = torch.randn(shape), torch.randn(shape)
+    xe = x0.clone()
+    re = f(xe, y)
+    xc = x0.to(DEV)
+    torch_neuron.set_device_numerics(numerics)
+    try:
+        rc = torch.compile(f, backend="neuron")(xc, y.to(DEV))
+    finally:
+        torch_neuron.set_device_numerics(False)
+    return (re, xe), (rc.cpu(), xc.cpu())
+
+
 @pytest.mark.parametrize("numerics", [False, True], ids=["host_reference", "device_numerics"])
 def test_result_stored_into_an_input_read_later_in_the_chain(numerics):
     """The chain writes ``x``'s new value into ``x`` and also reads the old ``x`` after computing
@@ -115,18 +131,9 @@ def test_result_stored_into_an_input_read_later_in_the_chain(numerics):
         x.copy_(new)
         return r
 
-    torch.manual_seed(0)
-    x0, y = torch.randn(256, 48), torch.randn(256, 48)
-    xe = x0.clone()
-    re = f(xe, y)
-    xc = x0.to(DEV)
-    torch_neuron.set_device_numerics(numerics)
-    try:
-        rc = torch.compile(f, backend="neuron")(xc, y.to(DEV))
-    finally:
-        torch_neuron.set_device_numerics(False)
-    torch.testing.assert_close(rc.cpu(), re, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(xc.cpu(), xe, rtol=1e-6, atol=1e-6)
+    (re, xe), (rc, xc) = _eager_and_compiled(f, (256, 48), numerics)
+    torch.testing.assert_close(rc, re, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(xc, xe, rtol=1e-6, atol=1e-6)
     s = torch_neuron.compile_stats()
     assert s["inplace_results"] == 1 and len(s["fused_kernels"]) == 1, s
     if numerics:
@@ -141,13 +148,8 @@ def test_input_read_outside_the_chain_is_not_overwritten():
         x.copy_(new)
         return s
 
-    torch.manual_seed(0)
-    x0, y = torch.randn(64, 32), torch.randn(64, 32)
-    xe = x0.clone()
-    se = f(xe, y)
-    xc = x0.to(DEV)
-    sc = torch.compile(f, backend="neuron")(xc, y.to(DEV))
-    torch.testing.assert_close(sc.cpu(), se, rtol=1e-5, atol=1e-4)
-    torch.testing.assert_close(xc.cpu(), xe)
+    (se, xe), (sc, xc) = _eager_and_compiled(f, (64, 32))
+    torch.testing.assert_close(sc, se, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(xc, xe)
     assert torch_neuron.compile_stats()["inplace_results"] == 0
 

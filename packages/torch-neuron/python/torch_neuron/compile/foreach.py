@@ -19,6 +19,8 @@ import operator
 import torch
 import torch.fx as fx
 
+from .chains import _val
+
 aten = torch.ops.aten
 
 # _foreach_<name> -> the per-element binary op (its .Tensor overload takes a Python number as well).
@@ -26,10 +28,10 @@ BINARY = {"add": aten.add.Tensor, "sub": aten.sub.Tensor, "mul": aten.mul.Tensor
 BINARY_LIST_ONLY = {"maximum": aten.maximum.default, "minimum": aten.minimum.default}
 UNARY = ("abs", "exp", "log", "neg", "reciprocal", "sigmoid", "sqrt", "rsqrt", "tanh", "sign", "sin", "cos",
          "erf", "clone")
-
-
-def _val(x):
-    return x.meta.get("val") if isinstance(x, fx.Node) else x
+# _foreach_<name> -> the overloads split here.
+SPLIT = {**{n: ("Scalar", "List", "ScalarList", "Tensor") for n in BINARY}, **{n: ("List",) for n in BINARY_LIST_ONLY},
+         **{n: ("default",) for n in UNARY}, "addcmul": ("Scalar", "ScalarList"),
+         "addcdiv": ("Scalar", "ScalarList"), "pow": ("Scalar",)}
 
 
 def _big(lst) -> bool:
@@ -58,14 +60,14 @@ class _Emitter:
         return n
 
 
-def _element(emit: _Emitter, name: str, overload: str, args: list, i: int, kwargs: dict):
-    """The per-element computation of ``_foreach_<name>.<overload>`` for element ``i``, or None
-    when the op is not one split here."""
+def _element(emit: _Emitter, name: str, args: list, i: int, kwargs: dict):
+    """The per-element computation of a ``_foreach_<name>`` op of ``SPLIT`` for element ``i``, or
+    None when this call's arguments have no per-element form here."""
     def at(a):
         return a[i] if isinstance(a, (list, tuple)) else a
 
     alpha = kwargs.get("alpha", 1)
-    if name in BINARY and overload in ("Scalar", "List", "ScalarList", "Tensor"):
+    if name in BINARY:
         x, y = args[0][i], at(args[1])
         c = _constant(y, x)
         if c is not None:
@@ -75,11 +77,11 @@ def _element(emit: _Emitter, name: str, overload: str, args: list, i: int, kwarg
                 return None
             y = emit(aten.mul.Tensor, y, alpha) if isinstance(y, fx.Node) else y * alpha
         return emit(BINARY[name], x, y)
-    if name in BINARY_LIST_ONLY and overload == "List":
+    if name in BINARY_LIST_ONLY:
         return emit(BINARY_LIST_ONLY[name], args[0][i], args[1][i])
-    if name in UNARY and overload == "default":
+    if name in UNARY:
         return emit(getattr(aten, name).default, args[0][i])
-    if name in ("addcmul", "addcdiv") and overload in ("Scalar", "ScalarList"):
+    if name in ("addcmul", "addcdiv"):
         value = args[3] if len(args) > 3 else kwargs.get("value", 1)
         value = at(value)
         if not isinstance(value, (int, float)) or isinstance(value, bool):
@@ -98,9 +100,7 @@ def _element(emit: _Emitter, name: str, overload: str, args: list, i: int, kwarg
             return emit(aten.add.Tensor, s, emit(aten.mul.Tensor, other, scale))
         # The op the eager foreach kernel applies to each element.
         return emit(getattr(aten, name).default, s, t1, t2, value=value)
-    if name == "pow" and overload == "Scalar":
-        return emit(aten.pow.Tensor_Scalar, args[0][i], args[1])
-    return None
+    return emit(aten.pow.Tensor_Scalar, args[0][i], args[1])
 
 
 def _parse(node: fx.Node):
@@ -115,18 +115,11 @@ def _parse(node: fx.Node):
     return sch.name[len("aten::_foreach_"):], sch.overload_name or "default"
 
 
-def _splittable(name: str, overload: str) -> bool:
-    return ((name in BINARY and overload in ("Scalar", "List", "ScalarList", "Tensor"))
-            or (name in BINARY_LIST_ONLY and overload == "List") or (name in UNARY and overload == "default")
-            or (name in ("addcmul", "addcdiv") and overload in ("Scalar", "ScalarList"))
-            or (name == "pow" and overload == "Scalar"))
-
-
 def _linked(gm: fx.GraphModule) -> set:
     """The splittable list ops that read another one's results or have theirs read by one: split
     alone, a list op becomes one launch per element that no chain absorbs (clip_grad_norm_'s
     scaling of the gradients), so only connected list ops are split."""
-    cands = [n for n in gm.graph.nodes if (p := _parse(n)) is not None and _splittable(*p)
+    cands = [n for n in gm.graph.nodes if (p := _parse(n)) is not None and p[1] in SPLIT.get(p[0], ())
              and n.args and isinstance(n.args[0], (list, tuple)) and _big(n.args[0])]
     cand = set(cands)
     linked = set()
@@ -147,13 +140,12 @@ def split(gm: fx.GraphModule) -> tuple[fx.GraphModule, int]:
     count = 0
     linked = _linked(gm)
     for n in gm.graph.nodes:
-        parsed = _parse(n)
         if n in linked:
-            name, overload = parsed
+            name = _parse(n)[0]
             args = [fx.node.map_arg(a, lambda x: env[x]) for a in n.args]
             kwargs = {k: fx.node.map_arg(v, lambda x: env[x]) for k, v in n.kwargs.items()}
             try:
-                elems = [_element(emit, name, overload, args, i, kwargs) for i in range(len(args[0]))]
+                elems = [_element(emit, name, args, i, kwargs) for i in range(len(args[0]))]
             except Exception:  # noqa: BLE001 - an element the fake op rejects: the list stays one op
                 elems = [None]
             if all(e is not None for e in elems):

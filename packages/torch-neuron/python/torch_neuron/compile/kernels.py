@@ -25,6 +25,7 @@ from .. import _C
 from ..native import binders, numerics
 from ..native.bridge import NotCovered, account_launch, host_view, table_name
 from . import neff, stats
+from .lowering import _nbytes
 
 # Op-table kernels the reports list as library kernels (the rest of the table is eager pointwise work).
 LIBRARY_KINDS = ("mm", "matmul", "bmm", "linear", "addmm", "softmax", "layer_norm", "layer_norm_backward",
@@ -114,11 +115,6 @@ def eager_kernel_ns(node: fx.Node, profile: str) -> float | None:
     return None if isinstance(r, float) else float(r[0])
 
 
-def _nbytes(node) -> int:
-    v = node.meta.get("val") if isinstance(node, fx.Node) else None
-    return v.numel() * v.element_size() if isinstance(v, torch.Tensor) else 0
-
-
 def host_alias(t: torch.Tensor) -> torch.Tensor:
     """A CPU tensor over ``t``'s device bytes (same sizes, strides and offset; no copy)."""
     return _C.host_aliases([t])[0]
@@ -175,10 +171,7 @@ class FusedKernel:
         outs = [inputs[j] if j is not None else torch.empty_strided(shape, stride, dtype=dtype, device=dev)
                 for (shape, stride, dtype), j in zip(self.outputs, self.inplace)]
         if dev is None or dev.type != "neuron":
-            vals = self.reference(*inputs, *outs)
-            for d, v, w in zip(outs, vals, self.written):
-                if not w:
-                    d.copy_(v)
+            self._store(outs, self.reference(*inputs, *outs))
             return tuple(outs)
         if numerics.device_numerics_enabled():
             self._run_program(inputs, outs)
@@ -196,9 +189,7 @@ class FusedKernel:
                 else:
                     it = iter(aliases)
                     vals = self._reference(*[next(it) if isinstance(t, torch.Tensor) else t for t in inputs], *dests)
-                for d, v, w in zip(dests, vals, self.written):
-                    if not w:
-                        d.copy_(v)
+                self._store(dests, vals)
             finally:
                 if grad:
                     torch.set_grad_enabled(True)
@@ -209,6 +200,12 @@ class FusedKernel:
                        self._bytes_in, self._bytes_out)
         stats.record_launch(self)
         return tuple(outs)
+
+    def _store(self, dests, vals) -> None:
+        """Copies into ``dests`` the reference's results it did not compute into them."""
+        for d, v, w in zip(dests, vals, self.written):
+            if not w:
+                d.copy_(v)
 
     def _run_program(self, inputs, outs) -> None:
         from neuron_sim.isa import execute
