@@ -68,6 +68,8 @@ def test_compiled_optimizer_step_matches_eager(name):
     per_param = 2 if name == "sgd_momentum" else 3
     # (the first step's graph, which creates the optimizer state, is compiled too).
     assert s["inplace_results"] >= per_param * 3, s["fused_kernels"]
+    # The per-parameter updates share one reference: their host references run as one batch.
+    assert s["batched_kernels"] >= 2, s
     # After the first step (which compiles), the fused update moves each tensor once where the
     # eager foreach ops pass over it once per op.
     assert statistics.median(comp_ns[1:]) < 0.75 * statistics.median(eager_ns[1:]), (comp_ns, eager_ns)
@@ -140,6 +142,29 @@ def test_result_stored_into_an_input_read_later_in_the_chain(numerics):
         assert s["numerics_launches"] == 1
 
 
+def test_in_place_update_starts_only_after_the_inputs_last_read():
+    """The host reference updates ``x`` in place from the op that starts the new value (``x * 0.9``
+    becomes ``mul_``) only when nothing reads ``x`` after that op: here ``sigmoid`` reads the old
+    ``x`` in between, so the update stays out of place; in ``g`` it is in place."""
+    def f(x, y):
+        a = x * 0.9
+        b = (x * y).sigmoid()      # reads the old x after x * 0.9
+        x.copy_(a + b)
+        return b
+
+    def g(x, y):
+        b = (y * 2.0).sigmoid()
+        x.copy_(x * 0.9 + b)
+        return b
+
+    for fn in (f, g):
+        torch_neuron.clear_compile_stats()
+        (re, xe), (rc, xc) = _eager_and_compiled(fn, (128, 40))
+        torch.testing.assert_close(rc, re, rtol=1e-6, atol=1e-6)
+        torch.testing.assert_close(xc, xe, rtol=1e-6, atol=1e-6)
+        assert torch_neuron.compile_stats()["inplace_results"] == 1
+
+
 def test_input_read_outside_the_chain_is_not_overwritten():
     """An input another node reads outside the fused chain keeps its copy_: no in-place store."""
     def f(x, y):
@@ -153,3 +178,29 @@ def test_input_read_outside_the_chain_is_not_overwritten():
     torch.testing.assert_close(xc, xe)
     assert torch_neuron.compile_stats()["inplace_results"] == 0
 
+
+
+def test_independent_chains_of_one_structure_run_as_a_batch():
+    """Chains with the same ops over tensors of different shapes, none reading another's result,
+    run as one batch on the host (``_foreach_*`` forms, and per member for ``relu``, which has
+    none); a chain of the same ops that reads a batched result is not part of that batch. Values
+    and results written to fresh tensors equal eager's."""
+    def f(xs, ys):
+        outs = [torch.relu(torch.sigmoid(x * 2.0 + y) - 0.6) for x, y in zip(xs, ys)]
+        # The same ops again over (a function of) the first result: it depends on the batch.
+        c = outs[0].cumsum(0)     # not a chain op: the chain after it is a chain of its own
+        outs.append(torch.relu(torch.sigmoid(c * 2.0 + ys[0]) - 0.6))
+        return outs
+
+    torch.manual_seed(0)
+    shapes = [(64, 48), (33, 7), (200,), (5, 3, 16)]
+    xs, ys = [torch.randn(s) for s in shapes], [torch.randn(s) for s in shapes]
+    expect = f(xs, ys)
+    torch_neuron.clear_compile_stats()
+    got = torch.compile(f, backend="neuron")([x.to(DEV) for x in xs], [y.to(DEV) for y in ys])
+    for g, e in zip(got, expect):
+        assert g.device.type == "neuron" and g.shape == e.shape
+        torch.testing.assert_close(g.cpu(), e, rtol=0, atol=0)
+    s = torch_neuron.compile_stats()
+    assert len(s["fused_kernels"]) == len(shapes) + 1, s["fused_kernels"]
+    assert s["batched_kernels"] == len(shapes), s

@@ -349,7 +349,18 @@ def reference_graph(g: Group, inputs: list, outputs: list, inplace: tuple = ()) 
     for k, j in enumerate(inplace):
         if j is not None and last_read.get(inputs[j], -1) > position[outputs[k]]:
             slot.pop(outputs[k])
+    into = {outputs[k]: inputs[j] for k, j in enumerate(inplace) if j is not None and outputs[k] in slot}
     for n in g.nodes:
+        first = _updates_in_place(n, into.get(n), position, last_read) if n in into else None
+        if first is not None:
+            # The result's input is read last by this op (or by its first operand's op, whose
+            # result nothing else reads): both run in place on the input, with no temporary.
+            if first is not into[n]:
+                env[first].target = _inplace_variant(first.target)
+            env[n] = graph.call_function(_inplace_variant(n.target), tuple(fx.node.map_arg(n.args, lambda x: env[x])),
+                                         fx.node.map_arg(n.kwargs, lambda x: env[x]))
+            written[slot[n]] = True
+            continue
         v = _out_variant(n.target) if n in slot else None
         if v is not None and isinstance(_val(n), torch.Tensor):
             op, out_name = v
@@ -361,6 +372,26 @@ def reference_graph(g: Group, inputs: list, outputs: list, inplace: tuple = ()) 
     graph.output(tuple(env[o] for o in outputs))
     _reinplace(graph)
     return fx.GraphModule(torch.nn.Module(), graph), tuple(written)
+
+
+def _updates_in_place(n, x, position: dict, last_read: dict):
+    """For a result ``n`` stored into input ``x``: the node that starts its in-place update of
+    ``x`` (``x`` itself, when ``n``'s first operand is ``x``; or that operand, when it is an op on
+    ``x`` read only by ``n``), or None when ``x`` is read after that point or an op has no in-place
+    form."""
+    if not n.args or not isinstance(n.args[0], fx.Node) or _inplace_variant(n.target) is None:
+        return None
+    vx, vn = _val(x), _val(n)
+    if not (_contiguous(vx) and isinstance(vn, torch.Tensor) and vn.shape == vx.shape and vn.dtype == vx.dtype):
+        return None
+    a = n.args[0]
+    if a is x:
+        return x if last_read.get(x) == position[n] else None
+    if (a in position and _fresh(a) and len(a.users) == 1 and a.args and a.args[0] is x
+            and last_read.get(x) == position[a] and _inplace_variant(a.target) is not None
+            and isinstance(_val(a), torch.Tensor) and _val(a).shape == vx.shape and _val(a).dtype == vx.dtype):
+        return a
+    return None
 
 
 def _inplace_variant(op):
@@ -442,38 +473,9 @@ def lower(gm: fx.GraphModule, groups: list, kernels: dict) -> fx.GraphModule:
     # copy_ nodes whose value a kernel stores into the input itself (``inplace_results``).
     absorbed = {c for k in kernels.values() for c in k.absorbed}
     order = [n for n in gm.graph.nodes if n not in absorbed]
-    index = {n: i for i, n in enumerate(order)}
-    # Units: a group (by gid) or a node; dependencies between units.
-    unit_of = {n: ("g", group_of[n]) if n in group_of else ("n", n) for n in order}
-    members: dict = {}
-    for n in order:
-        members.setdefault(unit_of[n], []).append(n)
-    deps = {u: set() for u in members}
-    for u, ns in members.items():
-        for n in ns:
-            for a in n.all_input_nodes:
-                if unit_of[a] != u:
-                    deps[u].add(unit_of[a])
-    first = {u: min(index[n] for n in ns) for u, ns in members.items()}
-    users = {u: set() for u in members}
-    for u, ds in deps.items():
-        for d in ds:
-            users[d].add(u)
-    import heapq
-    remaining = {u: len(ds) for u, ds in deps.items()}
-    ready = [(first[u], i, u) for i, u in enumerate(members) if remaining[u] == 0]
-    heapq.heapify(ready)
-    seq = []
-    counter = len(members)
-    while ready:
-        _, _, u = heapq.heappop(ready)
-        seq.append(u)
-        for v in users[u]:
-            remaining[v] -= 1
-            if remaining[v] == 0:
-                counter += 1
-                heapq.heappush(ready, (first[v], counter, v))
-    if len(seq) != len(members):
+    # Units: a group (by gid) or a node.
+    seq, members = topological_units(order, lambda n: ("g", group_of[n]) if n in group_of else ("n", n))
+    if seq is None:
         raise RuntimeError("torch.compile(backend='neuron'): fused groups form a cycle (a non-convex group)")
 
     graph = fx.Graph()
@@ -498,6 +500,46 @@ def lower(gm: fx.GraphModule, groups: list, kernels: dict) -> fx.GraphModule:
     graph.eliminate_dead_code(is_impure_node=lambda n: n.is_impure() or (
         isinstance(n.target, FusedKernel) and any(j is not None for j in n.target.inplace)))
     return fx.GraphModule(gm, graph)
+
+
+def topological_units(order: list, unit_of) -> tuple:
+    """(units in a topological order that keeps ``order`` where it can, unit -> its nodes), or
+    (None, None) when the units depend on each other both ways. ``unit_of(node)`` names the unit
+    a node belongs to; nodes of one unit are emitted together."""
+    import heapq
+
+    unit = {n: unit_of(n) for n in order}
+    index = {n: i for i, n in enumerate(order)}
+    members: dict = {}
+    for n in order:
+        members.setdefault(unit[n], []).append(n)
+    deps = {u: set() for u in members}
+    for u, ns in members.items():
+        for n in ns:
+            for a in n.all_input_nodes:
+                if a in unit and unit[a] != u:
+                    deps[u].add(unit[a])
+    first = {u: min(index[n] for n in ns) for u, ns in members.items()}
+    users = {u: set() for u in members}
+    for u, ds in deps.items():
+        for d in ds:
+            users[d].add(u)
+    remaining = {u: len(ds) for u, ds in deps.items()}
+    ready = [(first[u], i, u) for i, u in enumerate(members) if remaining[u] == 0]
+    heapq.heapify(ready)
+    seq = []
+    counter = len(members)
+    while ready:
+        _, _, u = heapq.heappop(ready)
+        seq.append(u)
+        for v in users[u]:
+            remaining[v] -= 1
+            if remaining[v] == 0:
+                counter += 1
+                heapq.heappush(ready, (first[v], counter, v))
+    if len(seq) != len(members):
+        return None, None
+    return seq, members
 
 
 def _view_base_available(n, env) -> bool:

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Lowering one AOTAutograd graph: an ordered list of named, pure passes with dumpable forms.
 
-    specialize -> split_foreach -> classify -> fuse -> generate -> lower
+    specialize -> split_foreach -> classify -> fuse -> generate -> lower -> batch
 
 Each pass takes a ``Lowering`` and returns a new one (the input graph is never edited), and
 ``Lowering.dump()`` prints what a pass produced. The pipeline runs once per concrete input
@@ -20,6 +20,7 @@ from typing import Callable
 import torch
 import torch.fx as fx
 
+from . import batch as batching
 from . import chains, foreach, kernels, lowering, stats
 from .kernels import FusedKernel, library_entry
 from .options import CompileOptions
@@ -219,6 +220,18 @@ def lower(lw: Lowering, args=None) -> Lowering:
                                host_nodes=host)
 
 
+def batch(lw: Lowering, args=None) -> Lowering:
+    """Fused kernels with one reference structure and no dependency between them (the
+    per-parameter chains of an optimizer step) run their host references as one batch of
+    ``_foreach_*`` ops (``batch.apply``); each keeps its own launch on the device."""
+    if not lw.options.fusion or lw.lowered is None:
+        return lw
+    gm, count = batching.apply(lw.lowered)
+    if count:
+        stats.add("batched_kernels", count)
+    return dataclasses.replace(lw, lowered=gm)
+
+
 def count_host_nodes(lw: Lowering, fell_back: dict) -> None:
     """Counts the nodes run as eager ops, from the first run of the lowered graph: a node whose op
     ran as a host fallback there (``fell_back``: op -> executions, from the device's op counters)
@@ -239,6 +252,7 @@ PASSES: tuple[tuple[str, Callable], ...] = (
     ("fuse", fuse),
     ("generate", generate),
     ("lower", lower),
+    ("batch", batch),
 )
 
 

@@ -16,6 +16,7 @@ def _empty() -> dict:
         "partitions": 0,             # AOT graphs lowered (forward, backward, inference), per shape signature
         "specializations": 0,        # (graph, input shape signature) pairs lowered
         "foreach_split": 0,          # _foreach_* nodes split into one op chain per list element
+        "batched_kernels": 0,        # fused kernels whose host references run as one batch of _foreach_* ops
         "inplace_results": 0,        # fused results written straight into the graph input they update
         "fused_kernels": [],         # per generated kernel: name, ops (the chain), latency_ns, hbm bytes
         "eager_nodes": 0,            # ATen nodes run as eager ops with a native kernel (on their first run)
