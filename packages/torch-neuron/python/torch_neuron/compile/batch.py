@@ -132,27 +132,35 @@ class KernelBatch:
     def __init__(self, members: list[FusedKernel]):
         self.members = members
         self.__name__ = self.name = f"batch_{members[0].name}_x{len(members)}"
-        self._plan = _Plan(members[0])
-        self._n_in = len(members[0].input_nodes)
-        self._n_out = len(members[0].outputs)
+        head = members[0]
+        self._plan = _Plan(head)
+        m, n_in = len(members), len(head.input_nodes)
+        self._n_in = n_in
+        self._tensors = all(isinstance(n.meta.get("val"), torch.Tensor) for k in members for n in k.input_nodes)
+        # Arguments column by column (each input position across the members), for one
+        # host_aliases call whose result slices into the plan's columns.
+        self._by_column = [mi * n_in + i for i in range(n_in) for mi in range(m)]
+        self._fresh = [k for k, j in enumerate(head.inplace) if j is None]    # results needing a tensor
+        self._dma_bytes = sum(k.dma_bytes for k in members)
+        self._eager_bytes = sum(k.eager_bytes for k in members)
 
     def __repr__(self) -> str:
         return f"KernelBatch({', '.join(k.name for k in self.members)})"
 
     def __call__(self, *inputs):
-        n_in, n_out, members = self._n_in, self._n_out, self.members
-        split = [inputs[m * n_in:(m + 1) * n_in] for m in range(len(members))]
-        dev = inputs[0].device if isinstance(inputs[0], torch.Tensor) else None
-        if (dev is None or dev.type != "neuron" or numerics.device_numerics_enabled()
-                or not all(isinstance(t, torch.Tensor) for t in inputs)):
-            return tuple(o for k, args in zip(members, split) for o in k(*args))
-        outs = [[args[j] if j is not None else torch.empty_strided(shape, stride, dtype=dtype, device=dev)
-                 for (shape, stride, dtype), j in zip(k.outputs, k.inplace)] for k, args in zip(members, split)]
-        aliases = _C.host_aliases([t for args in split for t in args] + [o for os_ in outs for o in os_])
-        per_in = [aliases[m * n_in:(m + 1) * n_in] for m in range(len(members))]
-        base = len(members) * n_in
-        per_out = [aliases[base + m * n_out:base + (m + 1) * n_out] for m in range(len(members))]
-        columns = [list(c) for c in zip(*per_in)] + [list(c) for c in zip(*per_out)]
+        members, n_in = self.members, self._n_in
+        m = len(members)
+        dev = inputs[0].device if self._tensors else None
+        if dev is None or dev.type != "neuron" or numerics.device_numerics_enabled():
+            return tuple(o for i, k in enumerate(members) for o in k(*inputs[i * n_in:(i + 1) * n_in]))
+        fresh = [[torch.empty_strided(*members[i].outputs[k][:2], dtype=members[i].outputs[k][2], device=dev)
+                  for i in range(m)] for k in self._fresh]
+        aliases = _C.host_aliases([inputs[p] for p in self._by_column] + [t for col in fresh for t in col])
+        columns = [aliases[i * m:(i + 1) * m] for i in range(n_in + len(fresh))]
+        inplace = self.members[0].inplace
+        it = iter(columns[n_in:])
+        columns += [columns[j] if j is not None else next(it) for j in inplace]
+        del columns[n_in:n_in + len(fresh)]
         grad = torch.is_grad_enabled()
         if grad:
             torch.set_grad_enabled(False)
@@ -164,14 +172,16 @@ class KernelBatch:
         finally:
             if grad:
                 torch.set_grad_enabled(True)
+        it = iter(fresh)
+        results = [[inputs[i * n_in + j] for i in range(m)] if j is not None else next(it) for j in inplace]
         rec = neff.active()
-        for k, args, os_ in zip(members, split, outs):
+        for i, k in enumerate(members):
             if rec is not None:
-                rec.fused(k.name, k.programs(), args, os_)
+                rec.fused(k.name, k.programs(), inputs[i * n_in:(i + 1) * n_in], [r[i] for r in results])
             account_launch(k._launch_name, k.outputs[0][2], dev.index, k.latency_ns, k.flops, k._bytes_in,
                            k._bytes_out)
-            stats.record_launch(k)
-        return tuple(o for os_ in outs for o in os_)
+        stats.record_launches(m, self._dma_bytes, self._eager_bytes)
+        return tuple(r[i] for i in range(m) for r in results)
 
 
 def find(graph: fx.Graph) -> list[list[fx.Node]]:

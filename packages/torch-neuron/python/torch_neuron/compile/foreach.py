@@ -160,3 +160,52 @@ def split(gm: fx.GraphModule) -> tuple[fx.GraphModule, int]:
         return gm, 0
     graph.eliminate_dead_code()
     return fx.GraphModule(gm, graph), count
+
+
+def reinplace(gm: fx.GraphModule) -> tuple[fx.GraphModule, int]:
+    """A functional list op whose every result is only copied back into the input it came from
+    (AOTAutograd's form of ``torch._foreach_add_(steps, 1)``: ``_foreach_add`` then one ``copy_``
+    per element) as the in-place list op, without the copies; readers of a result read the
+    updated input. Only when nothing else reads those inputs. Returns (graph, list ops changed)."""
+    changed = 0
+    graph = gm.graph
+    for n in list(graph.nodes):
+        p = _parse(n)
+        if p is None or not n.args or not isinstance(n.args[0], (list, tuple)):
+            continue
+        inputs = list(n.args[0])
+        packet = getattr(aten, f"_foreach_{p[0]}_", None)
+        op = getattr(packet, p[1], None) if packet is not None and p[1] in packet.overloads() else None
+        if op is None or len(set(inputs)) != len(inputs) or not all(isinstance(x, fx.Node) for x in inputs):
+            continue
+        items, copies = {}, {}
+        for u in n.users:
+            if u.target is not operator.getitem or u.args[1] in items:
+                break
+            items[u.args[1]] = u
+            c = [w for w in u.users if w.target is aten.copy_.default and w.args[0] is inputs[u.args[1]]
+                 and w.args[1] is u]
+            if len(c) != 1 or c[0].users:
+                break
+            copies[u.args[1]] = c[0]
+        else:
+            if len(copies) != len(inputs):
+                continue
+            if any(set(x.users) != {n, copies[i]} for i, x in enumerate(inputs)):
+                continue
+            vals = [_val(x) for x in inputs]
+            results = n.meta.get("val")
+            if not results or any(not isinstance(v, torch.Tensor) or r.dtype != v.dtype or r.shape != v.shape
+                                  for v, r in zip(vals, results)):
+                continue
+            for i, g in items.items():
+                graph.erase_node(copies[i])
+                g.replace_all_uses_with(inputs[i])
+                graph.erase_node(g)
+            n.target = op
+            n.meta["val"] = None
+            changed += 1
+    if changed:
+        graph.lint()
+        gm.recompile()
+    return gm, changed

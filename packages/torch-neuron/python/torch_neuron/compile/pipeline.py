@@ -89,6 +89,10 @@ def split_foreach(lw: Lowering, args=None) -> Lowering:
     gm, count = foreach.split(lw.gm)
     if count:
         stats.add("foreach_split", count)
+        # The step counters' update (AOTAutograd's functional list op and a copy_ back per
+        # element) becomes the in-place list op again.
+        gm, n = foreach.reinplace(gm)
+        stats.add("foreach_inplace", n)
     return dataclasses.replace(lw, gm=gm)
 
 

@@ -16,6 +16,7 @@ def _empty() -> dict:
         "partitions": 0,             # AOT graphs lowered (forward, backward, inference), per shape signature
         "specializations": 0,        # (graph, input shape signature) pairs lowered
         "foreach_split": 0,          # _foreach_* nodes split into one op chain per list element
+        "foreach_inplace": 0,        # functional list ops copied back into their inputs, run in place instead
         "batched_kernels": 0,        # fused kernels whose host references run as one batch of _foreach_* ops
         "inplace_results": 0,        # fused results written straight into the graph input they update
         "fused_kernels": [],         # per generated kernel: name, ops (the chain), latency_ns, hbm bytes
@@ -89,10 +90,14 @@ def fallback(op: str, reason: str) -> None:
 
 
 def record_launch(k) -> None:
+    record_launches(1, k.dma_bytes, k.eager_bytes)
+
+
+def record_launches(n: int, hbm_bytes: int, eager_hbm_bytes: int) -> None:
     with _lock:
-        _stats["fused_launches"] += 1
-        _stats["fused_hbm_bytes"] += k.dma_bytes
-        _stats["fused_eager_hbm_bytes"] += k.eager_bytes
+        _stats["fused_launches"] += n
+        _stats["fused_hbm_bytes"] += hbm_bytes
+        _stats["fused_eager_hbm_bytes"] += eager_hbm_bytes
 
 
 def record_numerics(k) -> None:
