@@ -166,7 +166,10 @@ def reinplace(gm: fx.GraphModule) -> tuple[fx.GraphModule, int]:
     """A functional list op whose every result is only copied back into the input it came from
     (AOTAutograd's form of ``torch._foreach_add_(steps, 1)``: ``_foreach_add`` then one ``copy_``
     per element) as the in-place list op, without the copies; readers of a result read the
-    updated input. Only when nothing else reads those inputs. Returns (graph, list ops changed)."""
+    updated input. Only when nothing else reads those inputs, the inputs are graph inputs and the
+    results' readers are list ops (never part of a fused group): the lowered graph keeps the order
+    of such nodes, so every reader still runs after the update although no value links them.
+    Returns (graph, list ops changed)."""
     changed = 0
     graph = gm.graph
     for n in list(graph.nodes):
@@ -191,7 +194,9 @@ def reinplace(gm: fx.GraphModule) -> tuple[fx.GraphModule, int]:
         else:
             if len(copies) != len(inputs):
                 continue
-            if any(set(x.users) != {n, copies[i]} for i, x in enumerate(inputs)):
+            if any(set(x.users) != {n, copies[i]} or x.op != "placeholder" for i, x in enumerate(inputs)):
+                continue
+            if any(_parse(r) is None for g in items.values() for r in g.users if r not in copies.values()):
                 continue
             vals = [_val(x) for x in inputs]
             results = n.meta.get("val")
