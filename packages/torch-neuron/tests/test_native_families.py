@@ -47,6 +47,7 @@ POINTWISE = {
     "aten::sin": (torch.sin, "f"), "aten::cos": (torch.cos, "f"), "aten::erf": (torch.erf, "f"),
     "aten::sign": (torch.sign, "f"), "aten::tan": (lambda a: torch.tan(a * 0.5), "f"),
     "aten::pow.Tensor_Scalar": (lambda a: a ** 2.5, "p"),
+    "aten::pow.Scalar": (lambda a: torch.pow(0.9, a * 4.0), "f"),
     "aten::pow.Tensor_Tensor": (torch.pow, "pp"),
     "aten::clamp": (lambda a: a.clamp(-0.5, 0.7), "f"),
     "aten::clamp.Tensor": (lambda a, lo: a.clamp(min=lo), "fr"),
@@ -195,6 +196,7 @@ FOREACH = {
     "aten::_foreach_sin": (torch._foreach_sin, "f"), "aten::_foreach_cos": (torch._foreach_cos, "f"),
     "aten::_foreach_rsqrt": (torch._foreach_rsqrt, "p"),
     "aten::_foreach_norm.Scalar": (lambda a: torch._foreach_norm(a, 2), "f"),
+    "aten::_foreach_pow.ScalarAndTensor": (lambda a: torch._foreach_pow(0.9, a), "f"),
 }
 FOREACH_CASES = [(op, d) for op in sorted(FOREACH) for d in _dtypes(op)]
 
