@@ -70,6 +70,9 @@ def test_compiled_optimizer_step_matches_eager(name):
     assert s["inplace_results"] >= per_param * 3, s["fused_kernels"]
     # The per-parameter updates share one reference: their host references run as one batch.
     assert s["batched_kernels"] >= 2, s
+    if name != "sgd_momentum":
+        # Adam's step counters are updated in place; its bias corrections are vector ops.
+        assert s["foreach_inplace"] >= 1 and s["foreach_stacked"] >= 4, s
     # After the first step (which compiles), the fused update moves each tensor once where the
     # eager foreach ops pass over it once per op.
     assert statistics.median(comp_ns[1:]) < 0.75 * statistics.median(eager_ns[1:]), (comp_ns, eager_ns)
@@ -204,3 +207,34 @@ def test_independent_chains_of_one_structure_run_as_a_batch():
     s = torch_neuron.compile_stats()
     assert len(s["fused_kernels"]) == len(shapes) + 1, s["fused_kernels"]
     assert s["batched_kernels"] == len(shapes), s
+
+
+@pytest.mark.parametrize("device", ["neuron", "cpu"])
+def test_list_ops_over_scalars_run_over_the_stacked_values(device):
+    """List ops over 0-d tensors (an optimizer's bias corrections) become one op each over the
+    stacked values, elements read back as 0-d views; the values equal the list ops' own, for
+    step counters on the device and on the host, and the counters are updated in place."""
+    def f(steps, ps):
+        torch._foreach_add_(steps, 1)
+        bc1 = torch._foreach_pow(0.9, steps)
+        torch._foreach_sub_(bc1, 1)
+        torch._foreach_neg_(bc1)
+        bc2 = torch._foreach_sqrt(torch._foreach_neg(torch._foreach_sub(torch._foreach_pow(0.999, steps), 1.0)))
+        rev = torch._foreach_mul(bc1[::-1], 2.0)     # a list of the elements in another order
+        return [p * b + c for p, b, c in zip(ps, bc1, bc2)], list(bc2) + list(rev)
+
+    shapes = [(8, 16), (33,), (4, 4, 4)]
+    steps = [torch.tensor(float(k + 1)) for k in range(len(shapes))]
+    torch.manual_seed(0)
+    ps = [torch.randn(s) for s in shapes]
+    expect_steps = [t.clone() for t in steps]
+    want, want_bc2 = f(expect_steps, ps)
+    dsteps = [t.to(device) for t in steps]
+    torch_neuron.clear_compile_stats()
+    got, got_bc2 = torch.compile(f, backend="neuron")(dsteps, [p.to(DEV) for p in ps])
+    for g, w in zip(list(got) + list(got_bc2), list(want) + list(want_bc2)):
+        torch.testing.assert_close(g.cpu(), w, rtol=1e-6, atol=1e-6)
+    for t, e in zip(dsteps, expect_steps):
+        assert t.device.type == device and t.item() == e.item() == 2.0 + (t is dsteps[1]) + 2 * (t is dsteps[2])
+    s = torch_neuron.compile_stats()
+    assert s["foreach_stacked"] == 8 and s["foreach_inplace"] == 1, s

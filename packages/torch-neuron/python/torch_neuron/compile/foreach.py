@@ -169,48 +169,147 @@ def reinplace(gm: fx.GraphModule) -> tuple[fx.GraphModule, int]:
     updated input. Only when nothing else reads those inputs, the inputs are graph inputs and the
     results' readers are list ops (never part of a fused group): the lowered graph keeps the order
     of such nodes, so every reader still runs after the update although no value links them.
-    Returns (graph, list ops changed)."""
+    Returns (a new graph, or ``gm`` when nothing changes; list ops changed)."""
+    if not any(_inplace_candidate(n) for n in gm.graph.nodes):
+        return gm, 0
+    graph = fx.Graph()
+    env: dict = {}
+    graph.output(graph.graph_copy(gm.graph, env))
     changed = 0
-    graph = gm.graph
     for n in list(graph.nodes):
+        found = _inplace_candidate(n)
+        if found is None:
+            continue
+        op, items, copies = found
+        for i, g in items.items():
+            graph.erase_node(copies[i])
+            g.replace_all_uses_with(n.args[0][i])
+            graph.erase_node(g)
+        n.target = op
+        n.meta["val"] = None
+        changed += 1
+    graph.lint()
+    return fx.GraphModule(gm, graph), changed
+
+
+def _inplace_candidate(n: fx.Node):
+    """(the in-place list op, its getitem nodes, their copy_ nodes) when ``reinplace`` applies to
+    ``n``, else None."""
+    p = _parse(n)
+    if p is None or not n.args or not isinstance(n.args[0], (list, tuple)):
+        return None
+    inputs = list(n.args[0])
+    packet = getattr(aten, f"_foreach_{p[0]}_", None)
+    op = getattr(packet, p[1], None) if packet is not None and p[1] in packet.overloads() else None
+    if op is None or len(set(inputs)) != len(inputs) or not all(isinstance(x, fx.Node) for x in inputs):
+        return None
+    items, copies = {}, {}
+    for u in n.users:
+        if u.target is not operator.getitem or u.args[1] in items:
+            return None
+        items[u.args[1]] = u
+        c = [w for w in u.users if w.target is aten.copy_.default and w.args[0] is inputs[u.args[1]]
+             and w.args[1] is u]
+        if len(c) != 1 or c[0].users:
+            return None
+        copies[u.args[1]] = c[0]
+    if len(copies) != len(inputs):
+        return None
+    if any(set(x.users) != {n, copies[i]} or x.op != "placeholder" for i, x in enumerate(inputs)):
+        return None
+    if any(_parse(r) is None for g in items.values() for r in g.users if r not in copies.values()):
+        return None
+    results = n.meta.get("val")
+    if not results or any(not isinstance(_val(x), torch.Tensor) or r.dtype != _val(x).dtype
+                          or r.shape != _val(x).shape for x, r in zip(inputs, results)):
+        return None
+    return op, items, copies
+
+
+# _foreach_<name>.<overload> over 0-d tensors -> (the op on the stacked vector, how its arguments map).
+_STACKED_BINARY = {"add": aten.add.Tensor, "sub": aten.sub.Tensor, "mul": aten.mul.Tensor, "div": aten.div.Tensor}
+
+
+def _scalars(lst) -> bool:
+    vals = [_val(x) if isinstance(x, fx.Node) else None for x in lst]
+    return bool(vals) and all(isinstance(v, torch.Tensor) and v.dim() == 0 for v in vals) and \
+        len({(v.dtype, v.device) for v in vals}) == 1
+
+
+def _stacked_op(name: str, overload: str, args: list, kwargs: dict):
+    """(target, args with each list replaced by its marker "L<k>", kwargs) of the single op over
+    stacked vectors that computes ``_foreach_<name>.<overload>``, or None."""
+    if name in _STACKED_BINARY and overload == "Scalar" and isinstance(args[1], (int, float)) and not kwargs:
+        return _STACKED_BINARY[name], ["L0", args[1]], {}
+    if name in _STACKED_BINARY and overload == "List" and set(kwargs) <= {"alpha"}:
+        if name not in ("add", "sub") and kwargs:
+            return None
+        return _STACKED_BINARY[name], ["L0", "L1"], dict(kwargs)
+    if name in UNARY and name != "clone" and overload == "default" and len(args) == 1 and not kwargs:
+        return getattr(aten, name).default, ["L0"], {}
+    if name == "pow" and overload == "ScalarAndTensor" and isinstance(args[0], (int, float)) and not kwargs:
+        return aten.pow.Scalar, [args[0], "L0"], {}
+    if name == "pow" and overload == "Scalar" and isinstance(args[1], (int, float)) and not kwargs:
+        return aten.pow.Tensor_Scalar, ["L0", args[1]], {}
+    return None
+
+
+def stack_scalars(gm: fx.GraphModule) -> tuple[fx.GraphModule, int]:
+    """List ops over 0-d tensors (an optimizer's step counters and bias corrections, one per
+    parameter) as single ops over the stacked values: the inputs are stacked once into a vector,
+    each list op becomes the same op on vectors (one kernel over n elements instead of n), and a
+    value read outside these ops is the element's 0-d view (``unbind``). Returns (graph, list
+    ops rewritten). The elementwise results are those of the list ops."""
+    graph = fx.Graph()
+    env: dict = {}
+    vector: dict = {}     # list op -> its stacked result (in the new graph)
+    stacks: dict = {}     # tuple of input nodes (new graph) -> their stack
+    count = 0
+
+    views: dict = {}      # list op -> unbind of its vector
+
+    def get(x):
+        """The new graph's value of old node ``x``; an element of a stacked list op is its
+        0-d view (one ``unbind`` per vector, made when an element is first read)."""
+        if x not in env:
+            src = x.args[0]
+            if src not in views:
+                views[src] = graph.call_function(aten.unbind.int, (vector[src], 0))
+                views[src].meta["val"] = list(_val(vector[src]).unbind(0))
+            env[x] = graph.call_function(operator.getitem, (views[src], x.args[1]))
+            env[x].meta["val"] = _val(x)
+        return env[x]
+
+    def as_vector(lst):
+        """The new graph's vector holding ``lst`` (old nodes), stacking it if needed."""
+        src = lst[0].args[0] if lst[0].op == "call_function" and lst[0].target is operator.getitem else None
+        if (src in vector and len(lst) == len(_val(src) or ())
+                and all(x.target is operator.getitem and x.args == (src, i) for i, x in enumerate(lst))):
+            return vector[src]
+        key = tuple(get(x) for x in lst)
+        if key not in stacks:
+            st = graph.call_function(aten.stack.default, (list(key),))
+            st.meta["val"] = torch.stack([_val(x) for x in lst])
+            stacks[key] = st
+        return stacks[key]
+
+    for n in gm.graph.nodes:
         p = _parse(n)
-        if p is None or not n.args or not isinstance(n.args[0], (list, tuple)):
+        lists = [a for a in n.args if isinstance(a, (list, tuple))] if p is not None else []
+        plan = _stacked_op(*p, list(n.args), dict(n.kwargs)) if p is not None and lists else None
+        if plan is not None and all(_scalars(a) for a in lists) and len({len(a) for a in lists}) == 1:
+            target, spec, kwargs = plan
+            vecs = [as_vector(a) for a in lists]
+            args = tuple(vecs[int(a[1:])] if isinstance(a, str) else a for a in spec)
+            v = graph.call_function(target, args, kwargs)
+            v.meta["val"] = target(*fx.node.map_arg(args, _val), **kwargs)
+            vector[n] = v
+            count += 1
             continue
-        inputs = list(n.args[0])
-        packet = getattr(aten, f"_foreach_{p[0]}_", None)
-        op = getattr(packet, p[1], None) if packet is not None and p[1] in packet.overloads() else None
-        if op is None or len(set(inputs)) != len(inputs) or not all(isinstance(x, fx.Node) for x in inputs):
-            continue
-        items, copies = {}, {}
-        for u in n.users:
-            if u.target is not operator.getitem or u.args[1] in items:
-                break
-            items[u.args[1]] = u
-            c = [w for w in u.users if w.target is aten.copy_.default and w.args[0] is inputs[u.args[1]]
-                 and w.args[1] is u]
-            if len(c) != 1 or c[0].users:
-                break
-            copies[u.args[1]] = c[0]
-        else:
-            if len(copies) != len(inputs):
-                continue
-            if any(set(x.users) != {n, copies[i]} or x.op != "placeholder" for i, x in enumerate(inputs)):
-                continue
-            if any(_parse(r) is None for g in items.values() for r in g.users if r not in copies.values()):
-                continue
-            vals = [_val(x) for x in inputs]
-            results = n.meta.get("val")
-            if not results or any(not isinstance(v, torch.Tensor) or r.dtype != v.dtype or r.shape != v.shape
-                                  for v, r in zip(vals, results)):
-                continue
-            for i, g in items.items():
-                graph.erase_node(copies[i])
-                g.replace_all_uses_with(inputs[i])
-                graph.erase_node(g)
-            n.target = op
-            n.meta["val"] = None
-            changed += 1
-    if changed:
-        graph.lint()
-        gm.recompile()
-    return gm, changed
+        if n.op == "call_function" and n.target is operator.getitem and n.args[0] in vector:
+            continue              # made when read (get)
+        env[n] = graph.node_copy(n, get)
+    if not count:
+        return gm, 0
+    graph.eliminate_dead_code()
+    return fx.GraphModule(gm, graph), count

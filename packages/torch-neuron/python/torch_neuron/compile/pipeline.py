@@ -83,16 +83,17 @@ def specialize(lw: Lowering, args) -> Lowering:
 
 def split_foreach(lw: Lowering, args=None) -> Lowering:
     """``_foreach_*`` ops over lists of tensors as one op per element (``foreach``), so each
-    parameter's optimizer update can become one fused chain."""
+    parameter's optimizer update can become one fused chain; a list op only copied back into its
+    inputs (the step counters' update) in place again; list ops over 0-d tensors (the bias
+    corrections) as single ops over their stacked values."""
     if not lw.options.fusion:
         return lw
     gm, count = foreach.split(lw.gm)
-    if count:
-        stats.add("foreach_split", count)
-        # The step counters' update (AOTAutograd's functional list op and a copy_ back per
-        # element) becomes the in-place list op again.
-        gm, n = foreach.reinplace(gm)
-        stats.add("foreach_inplace", n)
+    stats.add("foreach_split", count)
+    gm, count = foreach.reinplace(gm)
+    stats.add("foreach_inplace", count)
+    gm, count = foreach.stack_scalars(gm)
+    stats.add("foreach_stacked", count)
     return dataclasses.replace(lw, gm=gm)
 
 
