@@ -279,6 +279,37 @@ def _out_variant(op):
     return None
 
 
+def _multi_out_variant(op):
+    """(the out= overload of an ATen op with several tensor results, its out arguments' names in
+    result order), or None."""
+    if not isinstance(op, torch._ops.OpOverload) or len(op._schema.returns) < 2:
+        return None
+    args = [(a.name, str(a.type)) for a in op._schema.arguments]
+    packet = op.overloadpacket
+    for name in packet.overloads():
+        o = getattr(packet, name)
+        outs = [a.name for a in o._schema.arguments if a.is_out]
+        if (len(outs) == len(op._schema.returns)
+                and [(a.name, str(a.type)) for a in o._schema.arguments if not a.is_out] == args):
+            return o, outs
+    return None
+
+
+def _results_into(n, slot: dict, position: dict):
+    """For a node with several tensor results: per result, the chain's getitem node the result is
+    stored from (None for one it does not store), when at least one is stored and the op has an
+    out= form; else None."""
+    val = _val(n)
+    if (not isinstance(val, (tuple, list)) or not val or not all(isinstance(v, torch.Tensor) for v in val)
+            or _multi_out_variant(n.target) is None):
+        return None
+    parts = [None] * len(val)
+    for u in n.users:
+        if u in position and u.target is operator.getitem and u in slot:
+            parts[u.args[1]] = u
+    return parts if any(p is not None for p in parts) else None
+
+
 def _contiguous(v) -> bool:
     return isinstance(v, torch.Tensor) and v.is_contiguous()
 
@@ -360,6 +391,22 @@ def reference_graph(g: Group, inputs: list, outputs: list, inplace: tuple = ()) 
             env[n] = graph.call_function(_inplace_variant(n.target), tuple(fx.node.map_arg(n.args, lambda x: env[x])),
                                          fx.node.map_arg(n.kwargs, lambda x: env[x]))
             written[slot[n]] = True
+            continue
+        parts = _results_into(n, slot, position)
+        if parts is not None:
+            # Several results (layer norm and its backward): the out= form computes each into
+            # its tensor, a result the chain does not store into a temporary.
+            op, names = _multi_out_variant(n.target)
+            outs = {}
+            for name, val, user in zip(names, _val(n), parts):
+                if user is not None:
+                    outs[name] = dests[slot[user]]
+                    written[slot[user]] = True
+                else:
+                    outs[name] = graph.call_function(aten.empty_strided.default, (tuple(val.shape), val.stride()),
+                                                     {"dtype": val.dtype})
+            env[n] = graph.call_function(op, tuple(fx.node.map_arg(n.args, lambda x: env[x])),
+                                         {**fx.node.map_arg(n.kwargs, lambda x: env[x]), **outs})
             continue
         v = _out_variant(n.target) if n in slot else None
         if v is not None and isinstance(_val(n), torch.Tensor):
