@@ -259,7 +259,8 @@ def stack_scalars(gm: fx.GraphModule) -> tuple[fx.GraphModule, int]:
     parameter) as single ops over the stacked values: the inputs are stacked once into a vector,
     each list op becomes the same op on vectors (one kernel over n elements instead of n), and a
     value read outside these ops is the element's 0-d view (``unbind``). Returns (graph, list
-    ops rewritten). The elementwise results are those of the list ops."""
+    ops rewritten). Each element is computed by the same op as in the list op; on the host a
+    vectorized CPU kernel may round ``pow`` differently in the last bit."""
     graph = fx.Graph()
     env: dict = {}
     vector: dict = {}     # list op -> its stacked result (in the new graph)
