@@ -4,9 +4,10 @@
 
 Three copies of one model train on the same batches: eager; with the forward + loss compiled
 (the optimizer step and gradient clipping eager); and with the optimizer step compiled too, as
-PyTorch documents it (``torch.compile`` of a function calling ``opt.step()``; clipping stays eager). Steps alternate between the two
-after warm-up; per step it reads the simulated device time (device clock), the launches placed
-on the timeline (neuron-sim's launch counter) and the host wall time.
+PyTorch documents it (``torch.compile`` of a function calling ``opt.step()``; clipping stays
+eager). Steps alternate between the three after warm-up; per step it reads the simulated device time (device clock), the launches placed
+on the timeline (neuron-sim's launch counter) and the host wall time. At the end the optimizer
+step alone, eager against compiled, is timed on the host (calls alternating).
 
     python tools/bench/bench_compile.py            # demo size, 8 measured steps
     python tools/bench/bench_compile.py --quick    # 3 measured steps
@@ -105,6 +106,16 @@ def main(argv=None) -> int:
         if i >= args.warmup:
             rows.append((e, c, o))
     med = statistics.median
+    # The optimizer step alone (after the last step's backward), host time: eager's against the
+    # compiled one, called alternately.
+    opt_e, opt_c = [], []
+    for _ in range(3 if args.quick else 15):
+        for fn, acc in ((o_e.step, opt_e), (opt_step, opt_c)):
+            torch.neuron.synchronize()
+            t = time.perf_counter()
+            fn()
+            torch.neuron.synchronize()
+            acc.append(time.perf_counter() - t)
     dev_e, dev_c = med(r[0][1] for r in rows), med(r[1][1] for r in rows)
     dev_o = med(r[2][1] for r in rows)
     la_e, la_c, la_o = (med(r[k][2] for r in rows) for k in range(3))
@@ -124,6 +135,8 @@ def main(argv=None) -> int:
     print(f"{'host wall time per step (median ratio)':<44} {med(r[0][3] for r in rows) * 1e3:>10.1f}ms "
           f"{med(r[1][3] for r in rows) * 1e3:>10.1f}ms {wall_ratio:>8.3f} {'<= 1.1':>8} "
           f"{med(r[2][3] for r in rows) * 1e3:>10.1f}ms {wall_o:>8.3f}")
+    print(f"{'host time of opt.step alone (median ratio)':<44} {med(opt_e) * 1e3:>10.2f}ms {'':>12} {'':>8} "
+          f"{'':>8} {med(opt_c) * 1e3:>10.2f}ms {med(c / e for c, e in zip(opt_c, opt_e)):>8.3f}")
     print(f"{'HBM bytes of the fused chains (all steps)':<44} {per_step_hbm[1]:>12} {per_step_hbm[0]:>12} "
           f"{per_step_hbm[0] / max(per_step_hbm[1], 1):>8.3f} {'':>8}")
     print(f"{'compile time, first step (s)':<44} {'':>12} {compile_s:>12.1f} {'':>8} {'<= 60':>8}")
