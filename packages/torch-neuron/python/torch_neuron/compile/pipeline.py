@@ -21,7 +21,7 @@ import torch
 import torch.fx as fx
 
 from . import batch as batching
-from . import chains, foreach, kernels, lowering, stats
+from . import chains, foreach, kernels, lowering, reference, stats
 from .kernels import FusedKernel, library_entry
 from .options import CompileOptions
 
@@ -134,8 +134,8 @@ def _build(lw: Lowering, g: chains.Group):
         info = lowering.build_kernel(name, chain, lw.options, lw.profile)
     except Exception as e:  # noqa: BLE001 - the chain's nodes run as eager ops; the reason is reported
         return None, f"{type(e).__name__}: {e}"
-    inplace, absorbed = lowering.inplace_results(g, chain, inputs, outputs)
-    ref, written = lowering.reference_graph(g, inputs, outputs, inplace)
+    inplace, absorbed = reference.inplace_results(g, chain, inputs, outputs)
+    ref, written = reference.reference_graph(g, inputs, outputs, inplace)
     return FusedKernel(name, chain, ref, inputs, outputs, {**info, "eager_bytes": eager_bytes, "written": written},
                        lowering.program_factory(chain, name, lw.profile), inplace, absorbed), None
 
