@@ -76,7 +76,7 @@ class _Plan:
     """A reference graph run over lists: each value is the list of the members' values."""
 
     def __init__(self, k: FusedKernel):
-        self.steps = []         # (node, fn, kind)
+        self.steps = []         # (reference node, its _foreach_ forms from ``_foreach`` or None)
         self.outputs = None
         graph = k.reference.graph
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
@@ -140,6 +140,7 @@ class KernelBatch:
         # Arguments column by column (each input position across the members), for one
         # host_aliases call whose result slices into the plan's columns.
         self._by_column = [mi * n_in + i for i in range(n_in) for mi in range(m)]
+        self._inplace = head.inplace
         self._fresh = [k for k, j in enumerate(head.inplace) if j is None]    # results needing a tensor
         self._dma_bytes = sum(k.dma_bytes for k in members)
         self._eager_bytes = sum(k.eager_bytes for k in members)
@@ -156,11 +157,10 @@ class KernelBatch:
         fresh = [[torch.empty_strided(*members[i].outputs[k][:2], dtype=members[i].outputs[k][2], device=dev)
                   for i in range(m)] for k in self._fresh]
         aliases = _C.host_aliases([inputs[p] for p in self._by_column] + [t for col in fresh for t in col])
-        columns = [aliases[i * m:(i + 1) * m] for i in range(n_in + len(fresh))]
-        inplace = self.members[0].inplace
-        it = iter(columns[n_in:])
-        columns += [columns[j] if j is not None else next(it) for j in inplace]
-        del columns[n_in:n_in + len(fresh)]
+        ins = [aliases[i * m:(i + 1) * m] for i in range(n_in)]
+        it = (aliases[i * m:(i + 1) * m] for i in range(n_in, n_in + len(fresh)))
+        # Per result: its input's column when stored into an input, else its fresh tensors'.
+        columns = ins + [ins[j] if j is not None else next(it) for j in self._inplace]
         grad = torch.is_grad_enabled()
         if grad:
             torch.set_grad_enabled(False)
@@ -173,7 +173,7 @@ class KernelBatch:
             if grad:
                 torch.set_grad_enabled(True)
         it = iter(fresh)
-        results = [[inputs[i * n_in + j] for i in range(m)] if j is not None else next(it) for j in inplace]
+        results = [[inputs[i * n_in + j] for i in range(m)] if j is not None else next(it) for j in self._inplace]
         rec = neff.active()
         for i, k in enumerate(members):
             if rec is not None:

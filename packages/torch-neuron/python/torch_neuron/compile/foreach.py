@@ -170,26 +170,22 @@ def reinplace(gm: fx.GraphModule) -> tuple[fx.GraphModule, int]:
     results' readers are list ops (never part of a fused group): the lowered graph keeps the order
     of such nodes, so every reader still runs after the update although no value links them.
     Returns (a new graph, or ``gm`` when nothing changes; list ops changed)."""
-    if not any(_inplace_candidate(n) for n in gm.graph.nodes):
+    found = [(n, c) for n in gm.graph.nodes if (c := _inplace_candidate(n)) is not None]
+    if not found:
         return gm, 0
     graph = fx.Graph()
-    env: dict = {}
+    env: dict = {}     # node of gm -> its copy
     graph.output(graph.graph_copy(gm.graph, env))
-    changed = 0
-    for n in list(graph.nodes):
-        found = _inplace_candidate(n)
-        if found is None:
-            continue
-        op, items, copies = found
+    for n, (op, items, copies) in found:
+        new = env[n]
         for i, g in items.items():
-            graph.erase_node(copies[i])
-            g.replace_all_uses_with(n.args[0][i])
-            graph.erase_node(g)
-        n.target = op
-        n.meta["val"] = None
-        changed += 1
+            graph.erase_node(env[copies[i]])
+            env[g].replace_all_uses_with(new.args[0][i])
+            graph.erase_node(env[g])
+        new.target = op
+        new.meta["val"] = None
     graph.lint()
-    return fx.GraphModule(gm, graph), changed
+    return fx.GraphModule(gm, graph), len(found)
 
 
 def _inplace_candidate(n: fx.Node):
@@ -226,10 +222,6 @@ def _inplace_candidate(n: fx.Node):
     return op, items, copies
 
 
-# _foreach_<name>.<overload> over 0-d tensors -> (the op on the stacked vector, how its arguments map).
-_STACKED_BINARY = {"add": aten.add.Tensor, "sub": aten.sub.Tensor, "mul": aten.mul.Tensor, "div": aten.div.Tensor}
-
-
 def _scalars(lst) -> bool:
     vals = [_val(x) if isinstance(x, fx.Node) else None for x in lst]
     return bool(vals) and all(isinstance(v, torch.Tensor) and v.dim() == 0 for v in vals) and \
@@ -239,12 +231,12 @@ def _scalars(lst) -> bool:
 def _stacked_op(name: str, overload: str, args: list, kwargs: dict):
     """(target, args with each list replaced by its marker "L<k>", kwargs) of the single op over
     stacked vectors that computes ``_foreach_<name>.<overload>``, or None."""
-    if name in _STACKED_BINARY and overload == "Scalar" and isinstance(args[1], (int, float)) and not kwargs:
-        return _STACKED_BINARY[name], ["L0", args[1]], {}
-    if name in _STACKED_BINARY and overload == "List" and set(kwargs) <= {"alpha"}:
+    if name in BINARY and overload == "Scalar" and isinstance(args[1], (int, float)) and not kwargs:
+        return BINARY[name], ["L0", args[1]], {}
+    if name in BINARY and overload == "List" and set(kwargs) <= {"alpha"}:
         if name not in ("add", "sub") and kwargs:
             return None
-        return _STACKED_BINARY[name], ["L0", "L1"], dict(kwargs)
+        return BINARY[name], ["L0", "L1"], dict(kwargs)
     if name in UNARY and name != "clone" and overload == "default" and len(args) == 1 and not kwargs:
         return getattr(aten, name).default, ["L0"], {}
     if name == "pow" and overload == "ScalarAndTensor" and isinstance(args[0], (int, float)) and not kwargs:
