@@ -30,6 +30,7 @@ NP = {
     "sin": np.sin, "cos": np.cos, "erf": ERF, "sign": np.sign, "sqrt": np.sqrt, "exp": np.exp, "tanh": np.tanh,
     "negative": np.negative, "abs": np.abs, "reciprocal": lambda x: 1 / x, "log": np.log, "square": np.square,
     "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "rsqrt": lambda x: 1 / np.sqrt(x),
+    "softplus": lambda x: np.logaddexp(0.0, x),
 }
 
 
@@ -58,14 +59,16 @@ def tensor_expr(entry):
         if isinstance(n, (int, float)):
             return ("c", float(n))
         if isinstance(n, str):
-            if n in ("alpha", "value", "weight", "exponent", "threshold", "negative_slope", "scalar", "min_val",
-                     "max_val", "min", "max") and entry.adapter == "pointwise" and n not in ("weight",):
-                return ("c", {"alpha": 0.5, "value": 0.75, "exponent": 2.0, "threshold": 0.1,
-                              "negative_slope": 0.02, "scalar": 0.3, "min_val": -0.5, "max_val": 0.5,
-                              "min": -0.5, "max": 0.5}[n])
+            numbers = {"alpha": 0.5, "value": 0.75, "exponent": 2.0, "threshold": 0.1, "negative_slope": 0.02,
+                       "scalar": 0.3, "min_val": -0.5, "max_val": 0.5, "min": -0.5, "max": 0.5, "beta": 1.5,
+                       "scale": 1.2, "input_scale": 0.8}
+            if n in numbers and entry.adapter == "pointwise":
+                return ("c", numbers[n])
             if n not in names:
                 names.append(n)
             return ("x", names.index(n))
+        if n[0] == "if":        # a bool argument's choice: the false branch here
+            return conv(n[3])
         return (n[0], *(conv(k) for k in n[1:]))
     e = entry.columns["expression"]
     if e[0] == "clamp":

@@ -39,6 +39,8 @@ def _rand(shape, dtype, seed, kind="f"):
         return x > 0
     if kind == "u":       # away from comparison ties after rounding
         x = torch.round(x * 4) / 4
+    if kind == "i":       # with infinities of both signs
+        x = torch.where(x > 1, float("inf"), torch.where(x < -1, float("-inf"), x))
     return x.to(dtype)
 
 
@@ -75,6 +77,13 @@ POINTWISE = {
     "aten::leaky_relu": (lambda a: F.leaky_relu(a, 0.05), "f"),
     "aten::leaky_relu_backward": (lambda g, x: torch.ops.aten.leaky_relu_backward(g, x, 0.05, False), "ff"),
     "aten::hardtanh": (lambda a: F.hardtanh(a, -0.5, 0.5), "f"),
+    "aten::softplus": (lambda a: F.softplus(a, beta=2.0, threshold=1.0), "f"),
+    "aten::softplus_backward": (lambda g, x: torch.ops.aten.softplus_backward(g, x, 2.0, 1.0), "ff"),
+    "aten::elu": (lambda a: torch.ops.aten.elu(a, 0.7, 1.3, 0.9), "f"),
+    "aten::elu_backward": (lambda g, x: torch.ops.aten.elu_backward(g, 0.7, 1.3, 0.9, False, x), "ff"),
+    "aten::log2": (torch.log2, "p"), "aten::sgn": (torch.sgn, "f"),
+    "aten::isneginf": (torch.isneginf, "i"), "aten::isposinf": (torch.isposinf, "i"),
+    "aten::bitwise_not": (lambda a: ~a, "b"),
 }
 
 
@@ -471,6 +480,22 @@ def test_gelu_tanh_backward_is_a_generated_expression(dtype, shape, numerics):
     torch_neuron.clear_op_tracking()
     _close(grad(x.to(DEV), g.to(DEV)), want, dtype)
     _check_native("aten::gelu_backward", str(dtype)[6:])
+
+
+@pytest.mark.parametrize("inplace", [False, True], ids=["from_input", "from_result"])
+def test_elu_backward_from_the_input_or_the_result(inplace, numerics):
+    # F.elu(inplace=True) saves its result and calls elu_backward with is_result=True
+    x, g = _rand((130, 70), torch.float32, 1), _rand((130, 70), torch.float32, 2)
+
+    def grad(x, g):
+        x = x.detach().requires_grad_()
+        F.elu(x.clone(), alpha=0.6, inplace=inplace).backward(g)
+        return x.grad
+    want = grad(x, g)
+    torch_neuron.clear_device_numerics_stats()
+    torch_neuron.clear_op_tracking()
+    _close(grad(x.to(DEV), g.to(DEV)), want, torch.float32)
+    _check_native("aten::elu_backward", "float32")
 
 
 ANY_ALL = {"aten::any": lambda m: m.any(), "aten::any.dim": lambda m: m.any(1, keepdim=True),

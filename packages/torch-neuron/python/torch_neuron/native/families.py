@@ -5,7 +5,8 @@ movement, losses and backward passes.
 
 An elementwise row states its computation in the op table's ``expression`` column, in the
 language of ``neuron_kernels.kernels.pointwise`` with argument names for operands:
-``[add, self, [multiply, other, alpha]]``. The binder turns argument names into kernel operands
+``[add, self, [multiply, other, alpha]]``; ``[if, flag, a, b]`` picks ``a`` or ``b`` by a bool
+argument (elu_backward's ``is_result``). The binder turns argument names into kernel operands
 (tensors of at least one dimension) or immediates (numbers, wrapped numbers, 0-dim tensors),
 and the result dtype comes from torch itself (the overload run on meta tensors), so type
 promotion is torch's. The dtype policy (see the op table's header): engine types are fp32,
@@ -127,6 +128,9 @@ class _Expr:
             self.numbers.append(_number(v))
             return ("n", len(self.numbers) - 1)
         op, *args = node
+        if op == "if":             # [if, flag, a, b]: a bool argument picks the expression at bind time
+            flag, then, other = args
+            return self._compile(then if self.c.a[flag] else other)
         kids = [self._compile(a) for a in args]
         if op == "clamp":          # [clamp, x, lo, hi]: absent bounds are skipped
             x, lo, hi = kids
