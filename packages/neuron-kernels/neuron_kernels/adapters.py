@@ -474,3 +474,43 @@ def embedding_backward(grad, indices, num_weights=1, padding_idx=-1):
     D = _shape(grad)[-1]
     return KernelCall(K.embedding_backward, (_re(grad, (n, D)), _re(_cast(indices, "int32"), (n, 1))),
                       {"num_weights": int(num_weights), "padding_idx": int(padding_idx)}, _same)
+
+
+# -- convolution --------------------------------------------------------------------------------
+def _as_2d(x, w, stride, padding, dilation):
+    """A 1-D convolution's operands and parameters as a 2-D one's with one row."""
+    if len(_shape(x)) == 4:
+        return x, w, tuple(stride), tuple(padding), tuple(dilation)
+    B, C, L = _shape(x)
+    ws = _shape(w)
+    return (_re(x, (B, C, 1, L)), _re(w, (ws[0], ws[1], 1, ws[2])), (1, stride[0]), (0, padding[0]),
+            (1, dilation[0]))
+
+
+def conv(x, w, bias=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+    """aten::convolution (not transposed) over 1-D or 2-D inputs (N, C, [H,] W)."""
+    shape = _shape(x)
+    x4, w4, s, p, d = _as_2d(x, w, stride, padding, dilation)
+    post = _same if len(shape) == 4 else (lambda o: o.reshape(o.shape[0], o.shape[1], o.shape[3]))
+    return KernelCall(K.conv2d, (x4, w4, bias), {"stride": s, "padding": p, "dilation": d, "groups": int(groups)},
+                      post)
+
+
+def conv_grad_input(grad, w, input_shape=(), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+    """grad_input of ``conv`` for an input of ``input_shape``."""
+    gs = _shape(grad)
+    g4, w4, s, p, d = _as_2d(grad, w, stride, padding, dilation)
+    hw = tuple(input_shape[2:]) if len(input_shape) == 4 else (1, input_shape[2])
+    return KernelCall(K.conv2d_grad_input, (g4, w4),
+                      {"input_hw": hw, "stride": s, "padding": p, "dilation": d, "groups": int(groups)},
+                      _same if len(gs) == 4 else (lambda o: o.reshape(tuple(input_shape))))
+
+
+def conv_grad_weight(grad, x, weight_shape=(), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+    """(grad_weight, grad_bias) of ``conv`` for a weight of ``weight_shape``."""
+    ws = tuple(weight_shape)
+    g4, x4, s, p, d = _as_2d(grad, x, stride, padding, dilation)    # x [B, C, L] takes a weight's 1-row form
+    w4 = ws if len(ws) == 4 else (ws[0], ws[1], 1, ws[2])
+    return KernelCall(K.conv2d_grad_weight, (g4, x4),
+                      {"weight_shape": w4, "stride": s, "padding": p, "dilation": d, "groups": int(groups)},
+                      lambda o: (o[0].reshape(ws), o[1].reshape(ws[0])))

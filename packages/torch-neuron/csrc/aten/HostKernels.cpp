@@ -13,6 +13,7 @@
 #include <torch/library.h>
 
 #include "aten/Accounting.h"
+#include "aten/DirectCall.h"
 #include "aten/CostInputs.h"
 #include "aten/HostScope.h"
 #include "aten/OpRegistry.h"
@@ -25,49 +26,69 @@ void prepare(const char* op, const at::Tensor& like) {
   on_fallback(info, like.scalar_type());
 }
 
+// Device numerics: the tile kernel recomputes a native call's values from the host operands.
+void run_numerics(const OpInfo& info, c10::ScalarType dtype, std::vector<c10::IValue> args,
+                  std::vector<c10::IValue> results) {
+  if (NativeExecutor ex = native_executor()) ex(info, dtype, args, args, results);
+}
+
 at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
                                     const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
                                     c10::IntArrayRef padding, c10::IntArrayRef dilation,
                                     bool transposed, c10::IntArrayRef output_padding,
                                     int64_t groups) {
+  NEURON_OP_INFO("aten::convolution_overrideable");
   const at::Tensor b = bias.value_or(at::Tensor());
-  check_same_device("aten::convolution_overrideable", {&input, &weight, &b});
-  prepare("aten::convolution_overrideable", input);
-  HostScope scope(input.device().index());
-  at::Tensor out = at::convolution(scope.alias(input), scope.alias(weight),
-                                   b.defined() ? std::optional<at::Tensor>(scope.alias(b)) : std::nullopt,
-                                   stride, padding, dilation, transposed, output_padding, groups);
-  at::Tensor r = scope.result(out);
+  check_same_device(info.name, {&input, &weight, &b});
+  const BorrowedArgs args(input, weight, b, stride, padding, dilation, transposed, output_padding, groups);
+  DirectCall c(info, {&input, &weight, &b}, args.values());
+  at::Tensor hin = c.in(input), hw = c.in(weight);
+  std::optional<at::Tensor> hb;
+  if (b.defined()) hb = c.in(b);
+  at::Tensor out = at::convolution(hin, hw, hb, stride, padding, dilation, transposed, output_padding, groups);
+  if (C10_UNLIKELY(c.native() && native_executor() != nullptr)) {
+    run_numerics(info, input.scalar_type(),
+                 {hin, hw, hb.has_value() ? c10::IValue(*hb) : c10::IValue(), stride, padding, dilation, transposed,
+                  output_padding, groups},
+                 {out});
+  }
+  // 2 flops per multiply-add: each result element sums C / groups x kernel-size products.
   const double per_out = weight.size(0) > 0 ? double(weight.numel() / weight.size(0)) : 0.0;
-  account_host_kernel("aten::convolution_overrideable", input.device().index(), input.scalar_type(),
-                      2.0 * double(r.numel()) * per_out, nbytes(input) + nbytes(weight) + nbytes(b),
-                      nbytes(r), /*tensor_engine=*/true);
-  return r;
+  c.set_flops(2.0 * double(out.numel()) * per_out);
+  return c.out(out);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_overrideable(
     const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
     c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
     c10::IntArrayRef output_padding, int64_t groups, std::array<bool, 3> output_mask) {
+  NEURON_OP_INFO("aten::convolution_backward_overrideable");
   // Autograd passes an undefined gradient when the output's gradient is known to be zero.
   if (!grad_output.defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
-  check_same_device("aten::convolution_backward_overrideable", {&grad_output, &input, &weight});
-  prepare("aten::convolution_backward_overrideable", input);
-  HostScope scope(input.device().index());
+  check_same_device(info.name, {&grad_output, &input, &weight});
+  const BorrowedArgs args(grad_output, input, weight, stride, padding, dilation, transposed, output_padding,
+                          groups, output_mask);
+  DirectCall c(info, {&grad_output, &input, &weight}, args.values());
+  at::Tensor hg = c.in(grad_output), hin = c.in(input), hw = c.in(weight);
   std::optional<std::vector<int64_t>> bias_sizes;
   if (output_mask[2]) {
     bias_sizes = std::vector<int64_t>{transposed ? weight.size(1) * groups : weight.size(0)};
   }
   auto [gi, gw, gb] = at::convolution_backward(
-      scope.alias(grad_output), scope.alias(input), scope.alias(weight),
-      bias_sizes ? at::OptionalIntArrayRef(*bias_sizes) : at::OptionalIntArrayRef(), stride, padding,
-      dilation, transposed, output_padding, groups, output_mask);
-  at::Tensor rgi = scope.result(gi), rgw = scope.result(gw), rgb = scope.result(gb);
+      hg, hin, hw, bias_sizes ? at::OptionalIntArrayRef(*bias_sizes) : at::OptionalIntArrayRef(), stride,
+      padding, dilation, transposed, output_padding, groups, output_mask);
+  if (C10_UNLIKELY(c.native() && native_executor() != nullptr)) {
+    run_numerics(info, input.scalar_type(),
+                 {hg, hin, hw, stride, padding, dilation, transposed, output_padding, groups, output_mask},
+                 {gi, gw, gb});
+  }
+  // The forward's multiply-adds once for each gradient asked for (the bias's is a sum).
   const double per_out = weight.size(0) > 0 ? double(weight.numel() / weight.size(0)) : 0.0;
-  account_host_kernel("aten::convolution_backward_overrideable", input.device().index(),
-                      input.scalar_type(), 4.0 * double(grad_output.numel()) * per_out,
-                      nbytes(grad_output) + nbytes(input) + nbytes(weight),
-                      nbytes(rgi) + nbytes(rgw) + nbytes(rgb), /*tensor_engine=*/true);
+  const double products = 2.0 * double(grad_output.numel()) * per_out;
+  c.set_flops(products * (double(output_mask[0]) + double(output_mask[1])) +
+              (output_mask[2] ? double(grad_output.numel()) : 0.0));
+  at::Tensor rgi = c.result(gi), rgw = c.result(gw), rgb = c.result(gb);
+  c.finish(rgi.defined() ? rgi : (rgw.defined() ? rgw : (rgb.defined() ? rgb : grad_output)));
   return {rgi, rgw, rgb};
 }
 

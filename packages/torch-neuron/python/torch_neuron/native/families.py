@@ -498,6 +498,39 @@ def _bind_embedding_backward(c: Call):
     return [c.launch((g, idx), {"num_weights": int(c["num_weights"]), "padding_idx": int(c["padding_idx"])})]
 
 
+# -- convolution ------------------------------------------------------------------------------------
+def _conv_attrs(c: Call, x):
+    if c["transposed"]:
+        raise NotCovered("a transposed convolution; the kernels compute direct ones")
+    nd = x.dim() - 2
+    params = {n: tuple(int(v) for v in c[n]) for n in ("stride", "padding", "dilation")}
+    if any(len(v) != nd for v in params.values()):
+        raise NotCovered(f"stride, padding and dilation of lengths {[len(v) for v in params.values()]} for a "
+                         f"{nd}-D convolution")
+    return dict(params, groups=int(c["groups"]))
+
+
+def _bind_convolution(c: Call):
+    x = c.tensor("input", (3, 4))
+    w = c.tensor("weight", x.dim())
+    b = c.tensor("bias", 1, optional=True)
+    return [c.launch((x, w, b), _conv_attrs(c, x))]
+
+
+def _bind_convolution_backward(c: Call):
+    g = c.tensor("grad_output", (3, 4))
+    x, w = c.tensor("input", g.dim()), c.tensor("weight", g.dim())
+    attrs = _conv_attrs(c, x)
+    grad_input, grad_weight, grad_bias = c["output_mask"]
+    launches = []
+    if grad_input:
+        launches.append(c.launch((g, w), dict(attrs, input_shape=tuple(x.shape)), targets=(0,),
+                                 adapter="conv_grad_input"))
+    if grad_weight or grad_bias:
+        launches.append(c.launch((g, x), dict(attrs, weight_shape=tuple(w.shape)), targets=(1, 2)))
+    return launches
+
+
 FAMILY_BINDERS = {
     "pointwise": _pointwise,
     "foreach": _foreach,
@@ -513,4 +546,6 @@ FAMILY_BINDERS = {
     "nll_loss_backward": _bind_nll_loss_backward,
     "softmax_backward": _bind_softmax_backward,
     "embedding_backward": _bind_embedding_backward,
+    "convolution": _bind_convolution,
+    "convolution_backward": _bind_convolution_backward,
 }
