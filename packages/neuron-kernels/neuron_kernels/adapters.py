@@ -259,6 +259,18 @@ def embedding(weight, indices):
                   lambda o: o.reshape(*ishape, -1))
 
 
+def index_rows(x, indices, rows=1):
+    """x[indices] for one index tensor on dim 0: x as (rows, rest) rows gathered; the result has
+    shape indices.shape + x.shape[1:] (64-bit elements arrive as int32 word pairs)."""
+    ishape = _shape(indices)
+    n = int(np.prod(ishape)) if ishape else 1
+    x2 = _re(x, (rows, int(np.prod(_shape(x))) // max(rows, 1)))
+    # a 1-D x's rows are single elements (or one element's two words)
+    rest = tuple(_shape(x)[1:]) if len(_shape(x)) > 1 else ((x2.shape[1],) if x2.shape[1] > 1 else ())
+    return KernelCall(K.take_rows, (x2, _re(_cast(indices, "int32"), (n, 1))), {},
+                      lambda o: o.reshape(ishape + rest))
+
+
 def cross_entropy(logits, target, reduction="mean"):
     n = _shape(logits)[0]
     return KernelCall(K.cross_entropy, (logits, _re(_cast(target, "int32"), (n, 1))), {"reduction": reduction},

@@ -96,6 +96,7 @@ CASES = {
     "aten::_fused_rms_norm": ((LNX, LNW), {"eps": 1e-6}, lambda x, w, eps: (
         x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w, 1 / np.sqrt((x * x).mean(-1, keepdims=True) + eps))),
     "aten::embedding": ((W, IDX), {}, lambda w, i: w[i]),
+    "aten::index.Tensor": ((X, IDX % 4 - 2), {"rows": 4}, lambda x, i, rows: x[i]),
     "aten::cross_entropy_loss": ((X[0], TGT), {}, lambda x, t: -np.log(_sm(x, 1))[np.arange(30), t].mean()),
     "aten::_scaled_dot_product_flash_attention": (
         (Q, KK, V), {"is_causal": True},

@@ -318,6 +318,7 @@ OTHER = {
         lambda g: torch.ops.aten.embedding_dense_backward(
             g, torch.arange(g[..., 0].numel(), device=g.device).reshape(g.shape[:-1]) % 37, 40, 2, False), "f"),
     "aten::max": (lambda a: a.max(), "f"), "aten::min": (lambda a: a.min(), "f"),
+    "aten::index.Tensor": (lambda a: a[torch.tensor([[1, -1, 0], [0, 1, -2]], device=a.device)], "f"),
     "aten::tril": (lambda a: torch.tril(a, -1), "f"), "aten::triu": (lambda a: torch.triu(a, 3), "f"),
 }
 
@@ -395,7 +396,9 @@ def test_data_movement_of_every_width_is_bit_exact(dtype, numerics):
         a = torch.randint(0, 2, (130, 7), generator=g).to(dtype)
     b = a.flip(0).contiguous()
     for fn, op in ((lambda x, y: torch.cat([x, y], 0), "aten::cat"), (lambda x, y: torch.cat([x, y], 1), "aten::cat"),
-                   (lambda x, y: torch.stack([x, y], 1), "aten::cat"), (lambda x, y: x.clone().zero_(), "aten::zero_")):
+                   (lambda x, y: torch.stack([x, y], 1), "aten::cat"), (lambda x, y: x.clone().zero_(), "aten::zero_"),
+                   (lambda x, y: x[torch.tensor([[5, -1], [129, 0]], device=x.device)], "aten::index.Tensor"),
+                   (lambda x, y: x[:, 3][torch.tensor([2, -130, 7], device=x.device)], "aten::index.Tensor")):
         torch_neuron.clear_device_numerics_stats()
         got = fn(a.to(DEV), b.to(DEV))
         assert torch.equal(got.cpu(), fn(a, b))
@@ -442,7 +445,7 @@ def test_int64_arange_and_its_host_policy(numerics):
 def test_every_family_row_is_checked():
     rows = {op for op, e in neuron_kernels.table().items()
             if e.columns.get("binder") in ("pointwise", "foreach", "foreach_norm", "vector_norm", "cat",
-                                           "fill", "arange", "index_select", "nll_loss", "nll_loss_backward",
+                                           "fill", "arange", "index_select", "index", "nll_loss", "nll_loss_backward",
                                            "softmax_backward", "embedding_backward", "triangle", "foreach_copy")
             or op in ("aten::max", "aten::min", "aten::any", "aten::any.dim", "aten::any.dims", "aten::all",
                           "aten::all.dim", "aten::all.dims")}

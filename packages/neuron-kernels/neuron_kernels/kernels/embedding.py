@@ -20,6 +20,28 @@ def embedding(table, indices):
     return out
 
 
+# Indices pass through fp32 on VectorE to wrap negative ones, exact below 2**24 rows.
+_EXACT_ROWS = 2 ** 24
+
+
+@nl.jit
+def take_rows(table, indices):
+    """out[i, :] = table[indices[i], :] with a negative index counting from the end, as torch's
+    x[idx]; indices is (N, 1) int32. Any element type (the gather moves bytes)."""
+    N = indices.shape[0]
+    V, D = table.shape
+    if V > _EXACT_ROWS:
+        raise ValueError(f"a table of {V} rows: indices are wrapped in fp32, exact below {_EXACT_ROWS}")
+    out = nl.ndarray((N, D), table.dtype, buffer=nl.shared_hbm)
+    for r0, rs in row_blocks(N):
+        i = nl.copy(nl.load(indices[r0:r0 + rs, :]), dtype="float32")
+        i = nl.add(i, nl.multiply(nl.less(i, 0.0), float(V)))
+        idx = nl.copy(i, dtype="int32")
+        for c0, cs in row_blocks(D, FCHUNK):
+            nl.store(out[r0:r0 + rs, c0:c0 + cs], nl.load_gather(table[:, c0:c0 + cs], idx))
+    return out
+
+
 @nl.jit
 def embedding_backward(grad, indices, num_weights=1, padding_idx=-1):
     """grad_weight (num_weights, D) = sum over rows i of onehot(indices[i]) x grad[i, :].

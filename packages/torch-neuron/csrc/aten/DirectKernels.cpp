@@ -126,8 +126,10 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& m1, const at::Tensor&
 }
 
 at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
+  NEURON_DEVICE_NUMERICS("aten::index", "Tensor", self, indices);
   NEURON_OP_INFO("aten::index.Tensor");
-  DirectCall c(info, {&self});
+  const BorrowedArgs args(self, indices);
+  DirectCall c(info, {&self}, args.values());
   c10::List<std::optional<at::Tensor>> host_indices;
   host_indices.reserve(indices.size());
   for (const std::optional<at::Tensor>& i : indices) {

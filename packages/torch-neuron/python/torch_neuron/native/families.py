@@ -439,6 +439,22 @@ def _bind_index_select(c: Call):
     return [c.launch((w, idx))]
 
 
+def _bind_index(c: Call):
+    """x[idx]: one integer index tensor on dim 0 gathers rows; masks and several index tensors
+    (their result's size or layout depends on the values) stay on the host."""
+    x = c.operand(c["self"], "self", dtype=c["self"].dtype)
+    idx = list(c["indices"])
+    if len(idx) != 1 or idx[0] is None:
+        raise NotCovered(f"{len(idx)} index entries ({['None' if i is None else 'tensor' for i in idx]}); "
+                         "the kernel gathers rows for one index tensor on dim 0")
+    i = idx[0]
+    if i.dtype not in (torch.int64, torch.int32):
+        raise NotCovered(f"a {i.dtype} index (a mask: the result's size depends on its values)")
+    if i.device != x.device:
+        raise NotCovered(f"an index tensor on {i.device} (copied to {x.device} by the host path)")
+    return [c.launch((words_if_wide(x), i), {"rows": int(x.shape[0])})]
+
+
 # -- losses and backward passes -------------------------------------------------------------------
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
@@ -542,6 +558,7 @@ FAMILY_BINDERS = {
     "triangle": _bind_triangle,
     "arange": _bind_arange,
     "index_select": _bind_index_select,
+    "index": _bind_index,
     "nll_loss": _bind_nll_loss,
     "nll_loss_backward": _bind_nll_loss_backward,
     "softmax_backward": _bind_softmax_backward,
