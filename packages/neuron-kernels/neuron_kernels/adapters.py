@@ -271,6 +271,43 @@ def index_rows(x, indices, rows=1):
                       lambda o: o.reshape(ishape + rest))
 
 
+def gather(x, index, dim=0):
+    """torch.gather: ``dim`` moved last (a strided view for the DMA), x cut to the index's other
+    sizes, one row per index row."""
+    xs, ishape = _shape(x), _shape(index)
+    lead = tuple(ishape[:dim] + ishape[dim + 1:])
+    R, J = int(np.prod(lead)) if lead else 1, ishape[dim]
+    if isinstance(x, TensorSpec):
+        x2 = TensorSpec((R, xs[dim]), x.dtype)
+    else:
+        xm = np.moveaxis(x, dim, -1)
+        x2 = np.ascontiguousarray(xm[tuple(slice(0, n) for n in lead)]).reshape(R, xs[dim])
+    i2 = _re(_cast(_move_last(index, dim), "int32"), (R, J))
+    return KernelCall(K.gather_last, (x2, i2), {}, lambda o: np.moveaxis(o.reshape(lead + (J,)), -1, dim))
+
+
+def _scatter(reduce):
+    def f(x, index, src, dim=0):
+        """Tensor.scatter_add / scatter (src form) along ``dim`` (moved last): the index covers every
+        row of x; src is cut to the index's sizes."""
+        xs, ishape = _shape(x), _shape(index)
+        R, C, J = int(np.prod(xs)) // xs[dim], xs[dim], ishape[dim]
+        if isinstance(src, TensorSpec):
+            s2 = TensorSpec((R, J), src.dtype)
+        else:
+            sm = np.moveaxis(src, dim, -1)
+            s2 = np.ascontiguousarray(sm[tuple(slice(0, n) for n in _shape(_move_last(index, dim)))]).reshape(R, J)
+        x2 = _re(_move_last(x, dim), (R, C))
+        i2 = _re(_cast(_move_last(index, dim), "int32"), (R, J))
+        moved = tuple(_shape(_move_last(x, dim)))
+        return KernelCall(K.scatter_last, (x2, i2, s2), {"reduce": reduce},
+                          lambda o: np.moveaxis(o.reshape(moved), -1, dim))
+    return f
+
+
+scatter_add, scatter_src = _scatter("add"), _scatter("set")
+
+
 def cross_entropy(logits, target, reduction="mean"):
     n = _shape(logits)[0]
     return KernelCall(K.cross_entropy, (logits, _re(_cast(target, "int32"), (n, 1))), {"reduction": reduction},

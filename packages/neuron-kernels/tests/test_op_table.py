@@ -51,6 +51,21 @@ IDX = r.integers(0, 50, (5, 7)).astype(np.int64)
 TGT = r.integers(0, 50, (30,)).astype(np.int64)
 SIG = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
 
+def _scatter_add(x, i, v):
+    out = x.copy()
+    for a in range(i.shape[0]):
+        for b in range(i.shape[1]):
+            for c in range(i.shape[2]):
+                out[a, i[a, b, c], c] += v[a, b, c]
+    return out
+
+
+def _scatter_set(x, i, v):
+    out = x.copy()
+    np.put_along_axis(out, i, v, 2)
+    return out
+
+
 CASES = {
     "aten::mm": ((X[0], f32(50, 20)), {}, lambda a, b: a @ b),
     "aten::matmul": ((X, f32(50, 20)), {}, lambda a, b: a @ b),
@@ -97,6 +112,12 @@ CASES = {
         x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w, 1 / np.sqrt((x * x).mean(-1, keepdims=True) + eps))),
     "aten::embedding": ((W, IDX), {}, lambda w, i: w[i]),
     "aten::index.Tensor": ((X, IDX % 4 - 2), {"rows": 4}, lambda x, i, rows: x[i]),
+    "aten::scatter_add": ((X, IDX[:4, :3, None] % 30 * np.ones((1, 1, 50), np.int64), Y[:, :5]), {"dim": 1},
+                          lambda x, i, v, dim: _scatter_add(x, i, v[:, :3])),
+    "aten::scatter.src": ((X, np.argsort(Y[:, :, :7], axis=2)[:, :, :4], Y), {"dim": 2},
+                          lambda x, i, v, dim: _scatter_set(x, i, v[:, :, :4])),
+    "aten::gather": ((X, IDX[:4, :3, None] % 30 * np.ones((1, 1, 2), np.int64)), {"dim": 1},
+                     lambda x, i, dim: np.take_along_axis(x[:, :, :2], i, dim)),
     "aten::cross_entropy_loss": ((X[0], TGT), {}, lambda x, t: -np.log(_sm(x, 1))[np.arange(30), t].mean()),
     "aten::_scaled_dot_product_flash_attention": (
         (Q, KK, V), {"is_causal": True},

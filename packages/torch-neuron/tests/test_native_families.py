@@ -319,6 +319,12 @@ OTHER = {
             g, torch.arange(g[..., 0].numel(), device=g.device).reshape(g.shape[:-1]) % 37, 40, 2, False), "f"),
     "aten::max": (lambda a: a.max(), "f"), "aten::min": (lambda a: a.min(), "f"),
     "aten::index.Tensor": (lambda a: a[torch.tensor([[1, -1, 0], [0, 1, -2]], device=a.device)], "f"),
+    "aten::scatter_add": (lambda a: a.scatter_add(-1, torch.arange(a.shape[0] * 6, device=a.device)
+                                                  .reshape(a.shape[0], 6) % 3, a[:, :6] * 2), "f"),
+    "aten::scatter.src": (lambda a: a.scatter(-1, (torch.arange(6, device=a.device) * 7 % a.shape[-1])
+                                              .expand(a.shape[0], 6), a[:, 1:7] * 3), "f"),
+    "aten::gather": (lambda a: torch.gather(a, -1, torch.arange(a.numel(), device=a.device).reshape(a.shape)
+                                            .flip(-1)[..., :3] % a.shape[-1]), "f"),
     "aten::tril": (lambda a: torch.tril(a, -1), "f"), "aten::triu": (lambda a: torch.triu(a, 3), "f"),
 }
 
@@ -445,7 +451,7 @@ def test_int64_arange_and_its_host_policy(numerics):
 def test_every_family_row_is_checked():
     rows = {op for op, e in neuron_kernels.table().items()
             if e.columns.get("binder") in ("pointwise", "foreach", "foreach_norm", "vector_norm", "cat",
-                                           "fill", "arange", "index_select", "index", "nll_loss", "nll_loss_backward",
+                                           "fill", "arange", "index_select", "index", "gather", "scatter", "nll_loss", "nll_loss_backward",
                                            "softmax_backward", "embedding_backward", "triangle", "foreach_copy")
             or op in ("aten::max", "aten::min", "aten::any", "aten::any.dim", "aten::any.dims", "aten::all",
                           "aten::all.dim", "aten::all.dims")}

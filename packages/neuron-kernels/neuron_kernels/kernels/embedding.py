@@ -43,6 +43,55 @@ def take_rows(table, indices):
 
 
 @nl.jit
+def gather_last(x, index):
+    """out[r, j] = x[r, index[r, j]] for x (R, C) and int32 index (R, J): per 128-row block and index
+    column, one indirect DMA of single elements, at flat rows r * C + index[r, j] computed on VectorE
+    (exact below 2**24 elements)."""
+    R, C = x.shape
+    J = index.shape[1]
+    if R * C > _EXACT_ROWS:
+        raise ValueError(f"a source of {R * C} elements: positions are computed in fp32, exact below {_EXACT_ROWS}")
+    flat = x.reshape(R * C, 1)
+    out = nl.ndarray((R, J), x.dtype, buffer=nl.shared_hbm)
+    for r0, rs in row_blocks(R):
+        i = nl.copy(nl.load(index[r0:r0 + rs, :]), dtype="float32")
+        row_start = nl.iota((rs, 1), "float32", base=r0 * C, partition_step=C)
+        pos = nl.copy(nl.add(i, row_start), dtype="int32")
+        res = nl.ndarray((rs, J), x.dtype)
+        for j in range(J):
+            res[:, j:j + 1] = nl.load_gather(flat, pos[:, j:j + 1])
+        nl.store(out[r0:r0 + rs, :], res)
+    return out
+
+
+@nl.jit
+def scatter_last(x, index, src, reduce="add"):
+    """out = x, then for each j in order out[r, index[r, j]] += src[r, j] (``reduce="add"``) or
+    = src[r, j] (``"set"``: the last write wins, as CPU's loop). Per 128-row block and column chunk,
+    index column j's one-hot row (a column iota equal to the index) selects on VectorE, so
+    repeated indices add up without a read-modify-write of HBM."""
+    R, C = x.shape
+    J = index.shape[1]
+    out = nl.ndarray((R, C), x.dtype, buffer=nl.shared_hbm)
+    for r0, rs in row_blocks(R):
+        i = nl.copy(nl.load(index[r0:r0 + rs, :]), dtype="float32")
+        v = nl.load(src[r0:r0 + rs, :], dtype="float32")
+        for c0, cs in row_blocks(C, FCHUNK):
+            cols = nl.iota((rs, cs), "float32", base=c0)
+            ones = nl.full((rs, cs), 1.0, "float32") if reduce == "set" else None
+            acc = nl.ndarray((rs, cs), "float32")
+            acc[...] = nl.load(x[r0:r0 + rs, c0:c0 + cs], dtype="float32")
+            for j in range(J):
+                hit = nl.equal(cols, i[:, j:j + 1])
+                if reduce == "add":
+                    acc[...] = nl.add(acc, nl.multiply(hit, v[:, j:j + 1]))
+                else:       # the value in every column (a multiply by 1, exact), selected where hit
+                    acc[...] = nl.where(hit, nl.multiply(ones, v[:, j:j + 1]), acc)
+            nl.store(out[r0:r0 + rs, c0:c0 + cs], nl.copy(acc, dtype=out.dtype))
+    return out
+
+
+@nl.jit
 def embedding_backward(grad, indices, num_weights=1, padding_idx=-1):
     """grad_weight (num_weights, D) = sum over rows i of onehot(indices[i]) x grad[i, :].
 

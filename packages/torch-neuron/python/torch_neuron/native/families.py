@@ -455,6 +455,34 @@ def _bind_index(c: Call):
     return [c.launch((words_if_wide(x), i), {"rows": int(x.shape[0])})]
 
 
+def _bind_gather(c: Call):
+    x = c.operand(c["self"], "self", dtype=c["self"].dtype)
+    if c["sparse_grad"]:
+        raise NotCovered("sparse_grad=True")
+    idx = _index(c)
+    if idx.device != x.device:
+        raise NotCovered(f"an index tensor on {idx.device}")
+    if idx.dim() != x.dim():
+        raise NotCovered(f"a {idx.dim()}-D index for a {x.dim()}-D input")
+    return [c.launch((x, idx), {"dim": int(c["dim"]) % x.dim()})]
+
+
+def _bind_scatter(c: Call):
+    x = c.tensor("self")
+    src = c.tensor("src")
+    idx = _index(c)
+    if idx.device != x.device:
+        raise NotCovered(f"an index tensor on {idx.device}")
+    d = int(c["dim"]) % max(x.dim(), 1)
+    if not (idx.dim() == x.dim() == src.dim()) or x.dim() == 0:
+        raise NotCovered("index, self and src of different ranks")
+    if any(idx.shape[k] != x.shape[k] for k in range(x.dim()) if k != d):
+        raise NotCovered(f"an index of shape {tuple(idx.shape)} covering part of self's {tuple(x.shape)} rows")
+    if c.a.get("reduce") is not None:
+        raise NotCovered(f"reduce={c['reduce']!r}")
+    return [c.launch((x, idx, src), {"dim": d})]
+
+
 # -- losses and backward passes -------------------------------------------------------------------
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
@@ -559,6 +587,8 @@ FAMILY_BINDERS = {
     "arange": _bind_arange,
     "index_select": _bind_index_select,
     "index": _bind_index,
+    "gather": _bind_gather,
+    "scatter": _bind_scatter,
     "nll_loss": _bind_nll_loss,
     "nll_loss_backward": _bind_nll_loss_backward,
     "softmax_backward": _bind_softmax_backward,
