@@ -308,6 +308,25 @@ def _scatter(reduce):
 scatter_add, scatter_src = _scatter("add"), _scatter("set")
 
 
+def index_add(x, index, src, dim=0, alpha=1.0):
+    """Tensor.index_add: ``dim`` moved first (rows), the other dims flattened."""
+    moved = (_shape(x)[dim],) + tuple(s for k, s in enumerate(_shape(x)) if k != dim)
+    xm = _re(_move_first(x, dim), (moved[0], int(np.prod(moved[1:]))))
+    sm = _move_first(src, dim)
+    s2 = _re(sm, (_shape(sm)[0], int(np.prod(_shape(sm)[1:]))))
+    i2 = _re(_cast(index, "int32"), (_shape(index)[0] if _shape(index) else 1, 1))
+    return KernelCall(K.index_add_rows, (xm, i2, s2), {"alpha": float(alpha)},
+                      lambda o: np.moveaxis(o.reshape(moved), 0, dim))
+
+
+def _move_first(x, dim):
+    if isinstance(x, TensorSpec):
+        s = list(x.shape)
+        s.insert(0, s.pop(dim))
+        return TensorSpec(s, x.dtype)
+    return np.ascontiguousarray(np.moveaxis(x, dim, 0))
+
+
 def cross_entropy(logits, target, reduction="mean"):
     n = _shape(logits)[0]
     return KernelCall(K.cross_entropy, (logits, _re(_cast(target, "int32"), (n, 1))), {"reduction": reduction},

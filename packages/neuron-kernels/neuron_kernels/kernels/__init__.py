@@ -5,7 +5,7 @@ from .attention import sdpa_bwd, sdpa_fwd
 from .conv import conv2d, conv2d_grad_input, conv2d_grad_weight
 from .elementwise import activation_backward, binary, binary_scalar, unary
 from .cross_entropy import cross_entropy
-from .embedding import embedding, embedding_backward, gather_last, scatter_last, take_rows
+from .embedding import embedding, embedding_backward, gather_last, index_add_rows, scatter_last, take_rows
 from .loss import nll_loss, nll_loss_backward
 from .movement import arange, cat, fill, triangle
 from .pointwise import norms, pointwise
@@ -18,4 +18,4 @@ from .softmax import log_softmax, softmax, softmax_backward
 __all__ = ["sdpa_bwd", "sdpa_fwd", "activation_backward", "binary", "binary_scalar", "unary", "cross_entropy", "embedding",
            "bmm", "linear", "matmul", "layer_norm", "norm_backward", "rms_norm", "adamw", "reduce", "log_softmax",
            "softmax", "softmax_backward", "embedding_backward", "nll_loss", "nll_loss_backward", "arange",
-           "cat", "fill", "norms", "pointwise", "triangle", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "take_rows", "gather_last", "scatter_last"]
+           "cat", "fill", "norms", "pointwise", "triangle", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "take_rows", "gather_last", "scatter_last", "index_add_rows"]

@@ -114,3 +114,25 @@ def embedding_backward(grad, indices, num_weights=1, padding_idx=-1):
                 nl.isa.nc_matmul(acc, onehot, g, accumulate=True)
             nl.store(out[v0:v0 + vs, d0:d0 + ds], nl.copy(acc, dtype=dt))
     return out
+
+
+@nl.jit
+def index_add_rows(x, indices, src, alpha=1.0):
+    """out = x with out[indices[i], :] += alpha * src[i, :]: the rows' sum is embedding_backward's
+    one-hot x source matmul, accumulated in PSUM over source row blocks, then added to x's rows."""
+    V, D = x.shape
+    N = src.shape[0]
+    mm_dt = "float32" if x.dtype == "float32" else "bfloat16"
+    out = nl.ndarray((V, D), x.dtype, buffer=nl.shared_hbm)
+    for v0, vs in row_blocks(V):
+        for d0, ds in row_blocks(D, 512):
+            acc = nl.zeros((vs, ds), "float32", buffer=nl.psum)
+            for r0, rs in row_blocks(N):
+                idx = nl.copy(nl.load(indices[r0:r0 + rs, :]), dtype="float32")
+                onehot = nl.equal(nl.iota((rs, vs), "float32", base=v0), idx, dtype=mm_dt)
+                g = nl.load(src[r0:r0 + rs, d0:d0 + ds], dtype=mm_dt)
+                nl.isa.nc_matmul(acc, onehot, g, accumulate=True)
+            base = nl.load(x[v0:v0 + vs, d0:d0 + ds], dtype="float32")
+            res = nl.add(base, nl.multiply(acc, float(alpha)) if alpha != 1.0 else acc, dtype=x.dtype)
+            nl.store(out[v0:v0 + vs, d0:d0 + ds], res)
+    return out

@@ -483,6 +483,16 @@ def _bind_scatter(c: Call):
     return [c.launch((x, idx, src), {"dim": d})]
 
 
+def _bind_index_add(c: Call):
+    x, src = c.tensor("self"), c.tensor("source")
+    idx = _index(c)
+    if idx.device != x.device or idx.dim() > 1:
+        raise NotCovered(f"an index of shape {tuple(idx.shape)} on {idx.device}")
+    if x.dim() == 0 or src.dim() != x.dim():
+        raise NotCovered("0-dim self or a source of another rank")
+    return [c.launch((x, idx, src), {"dim": int(c["dim"]) % x.dim(), "alpha": _number(c["alpha"])})]
+
+
 # -- losses and backward passes -------------------------------------------------------------------
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
@@ -589,6 +599,7 @@ FAMILY_BINDERS = {
     "index": _bind_index,
     "gather": _bind_gather,
     "scatter": _bind_scatter,
+    "index_add": _bind_index_add,
     "nll_loss": _bind_nll_loss,
     "nll_loss_backward": _bind_nll_loss_backward,
     "softmax_backward": _bind_softmax_backward,
