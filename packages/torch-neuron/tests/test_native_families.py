@@ -323,6 +323,8 @@ OTHER = {
                                                   .reshape(a.shape[0], 6) % 3, a[:, :6] * 2), "f"),
     "aten::scatter.src": (lambda a: a.scatter(-1, (torch.arange(6, device=a.device) * 7 % a.shape[-1])
                                               .expand(a.shape[0], 6), a[:, 1:7] * 3), "f"),
+    "aten::glu": (lambda a: F.glu(a, 0), "f"),
+    "aten::glu_backward": (lambda a: _grad(lambda x: (F.glu(x, -1) * F.glu(x, -1).detach()).sum(), a)[0], "f"),
     "aten::index_add": (lambda a: a.index_add(0, torch.tensor([1, 0, 1, 1], device=a.device),
                                               a[:2].repeat(2, 1) * 3, alpha=0.5), "f"),
     "aten::gather": (lambda a: torch.gather(a, -1, torch.arange(a.numel(), device=a.device).reshape(a.shape)
@@ -453,7 +455,7 @@ def test_int64_arange_and_its_host_policy(numerics):
 def test_every_family_row_is_checked():
     rows = {op for op, e in neuron_kernels.table().items()
             if e.columns.get("binder") in ("pointwise", "foreach", "foreach_norm", "vector_norm", "cat",
-                                           "fill", "arange", "index_select", "index", "gather", "scatter", "index_add", "nll_loss", "nll_loss_backward",
+                                           "fill", "arange", "index_select", "index", "gather", "scatter", "index_add", "glu", "glu_backward", "nll_loss", "nll_loss_backward",
                                            "softmax_backward", "embedding_backward", "triangle", "foreach_copy")
             or op in ("aten::max", "aten::min", "aten::any", "aten::any.dim", "aten::any.dims", "aten::all",
                           "aten::all.dim", "aten::all.dims")}

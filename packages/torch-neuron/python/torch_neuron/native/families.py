@@ -493,6 +493,40 @@ def _bind_index_add(c: Call):
     return [c.launch((x, idx, src), {"dim": int(c["dim"]) % x.dim(), "alpha": _number(c["alpha"])})]
 
 
+def _glu_halves(c: Call, x):
+    d = int(c["dim"]) % max(x.dim(), 1)
+    n = x.shape[d] // 2
+    if x.dim() == 0 or x.shape[d] % 2:
+        raise NotCovered(f"dim {c['dim']} of size {x.shape[d] if x.dim() else 0} does not split in halves")
+    return d, n, x.narrow(d, 0, n), x.narrow(d, n, n)
+
+
+_SIG = ("sigmoid", ("x", 1))
+
+
+def _bind_glu(c: Call):
+    """a * sigmoid(b) for the halves a, b of self along dim (strided views the DMA reads)."""
+    x = c.tensor("self")
+    _, _, a, b = _glu_halves(c, x)
+    return [c.launch((a, b), {"expr": ("multiply", ("x", 0), _SIG), "out_dtype": isa_result(x.dtype)})]
+
+
+def _bind_glu_backward(c: Call):
+    """The two halves of grad_input, each a launch writing its half: g sigmoid(b), and
+    g a sigmoid(b) (1 - sigmoid(b))."""
+    g, x = c.tensor("grad_output"), c.tensor("self")
+    d, n, a, b = _glu_halves(c, x)
+    if tuple(g.shape) != tuple(a.shape):
+        raise NotCovered(f"grad_output {tuple(g.shape)} is not half of self {tuple(x.shape)}")
+    r = c.ret(0)
+    sig = ("sigmoid", ("x", 2))
+    grad_a = ("multiply", ("x", 0), sig)
+    grad_b = ("multiply", ("multiply", ("x", 0), ("x", 1)), ("multiply", sig, ("subtract", ("c", 1.0), sig)))
+    attrs = {"out_dtype": isa_result(x.dtype)}
+    return [c.launch((g, a, b), dict(attrs, expr=grad_a), targets=(None if r is None else r.narrow(d, 0, n),)),
+            c.launch((g, a, b), dict(attrs, expr=grad_b), targets=(None if r is None else r.narrow(d, n, n),))]
+
+
 # -- losses and backward passes -------------------------------------------------------------------
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
@@ -600,6 +634,8 @@ FAMILY_BINDERS = {
     "gather": _bind_gather,
     "scatter": _bind_scatter,
     "index_add": _bind_index_add,
+    "glu": _bind_glu,
+    "glu_backward": _bind_glu_backward,
     "nll_loss": _bind_nll_loss,
     "nll_loss_backward": _bind_nll_loss_backward,
     "softmax_backward": _bind_softmax_backward,
