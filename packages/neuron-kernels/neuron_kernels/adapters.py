@@ -251,6 +251,70 @@ def rms_norm(x, weight=None, eps=1e-6):
                   lambda o: (o[0].reshape(shape), o[1].reshape(*lead, 1)))
 
 
+def _channel_major(x):
+    """(N, C, *) as (C, N x spatial): channels on partitions, a strided view for the DMA."""
+    xs = _shape(x)
+    N, C, L = xs[0], xs[1], int(np.prod(xs[2:]))
+    if isinstance(x, TensorSpec):
+        return TensorSpec((C, N * L), x.dtype)
+    return np.ascontiguousarray(np.moveaxis(x.reshape(N, C, L), 1, 0)).reshape(C, N * L)
+
+
+def _from_channel_major(o, xs):
+    N, C, L = xs[0], xs[1], int(np.prod(xs[2:]))
+    return np.moveaxis(o.reshape(C, N, L), 0, 1).reshape(xs)
+
+
+def _column(v, C):
+    return None if v is None else _re(v, (C, 1))
+
+
+def batch_norm(x, weight=None, bias=None, running_mean=None, running_var=None, training=True, momentum=0.1,
+               eps=1e-5):
+    """aten::native_batch_norm over (N, C, *): (y, save_mean, save_invstd, running_mean', running_var')."""
+    xs = _shape(x)
+    C = xs[1]
+    args = (_channel_major(x),) + tuple(_column(v, C) for v in (weight, bias, running_mean, running_var))
+    return KernelCall(K.batch_norm, args, {"training": bool(training), "momentum": float(momentum), "eps": float(eps)},
+                      lambda o: (_from_channel_major(o[0], xs),) + tuple(v.reshape(C) for v in o[1:]))
+
+
+def batch_norm_backward(grad, x, mean, invstd, weight=None):
+    xs = _shape(x)
+    C = xs[1]
+    args = (_channel_major(grad), _channel_major(x), _column(mean, C), _column(invstd, C), _column(weight, C))
+    return KernelCall(K.batch_norm_backward, args, {},
+                      lambda o: (_from_channel_major(o[0], xs), o[1].reshape(C), o[2].reshape(C)))
+
+
+def _group_rows(v, N, G):
+    """A per-channel parameter (C,) as each (sample, group) row's channels (N x G, C / G)."""
+    if v is None:
+        return None
+    C = _shape(v)[0]
+    if isinstance(v, TensorSpec):
+        return TensorSpec((N * G, C // G), v.dtype)
+    return np.ascontiguousarray(np.tile(v.reshape(G, C // G), (N, 1)))
+
+
+def group_norm(x, weight=None, bias=None, N=1, C=1, HxW=1, group=1, eps=1e-5):
+    """aten::native_group_norm: rows (sample, group) of the contiguous input; (y, mean (N, G), rstd (N, G))."""
+    xs = _shape(x)
+    G = int(group)
+    args = (_re(x, (N * G, (C // G) * HxW)), _group_rows(weight, N, G), _group_rows(bias, N, G))
+    return KernelCall(K.group_norm, args, {"channels": C // G, "eps": float(eps)},
+                      lambda o: (o[0].reshape(xs), o[1].reshape(N, G), o[2].reshape(N, G)))
+
+
+def group_norm_backward(grad, x, mean, rstd, weight=None, N=1, C=1, HxW=1, group=1):
+    xs = _shape(x)
+    G = int(group)
+    rows = (N * G, (C // G) * HxW)
+    args = (_re(grad, rows), _re(x, rows), _re(mean, (N * G, 1)), _re(rstd, (N * G, 1)), _group_rows(weight, N, G))
+    return KernelCall(K.group_norm_backward, args, {"channels": C // G, "samples": N},
+                      lambda o: (o[0].reshape(xs), o[1].reshape(C), o[2].reshape(C)))
+
+
 # -- embedding, loss, attention, optimizer ------------------------------------------------------
 def embedding(weight, indices):
     ishape = _shape(indices)

@@ -142,11 +142,13 @@ CASES = {
 def test_every_table_entry_has_a_case_and_the_table_is_consistent():
     names = [op for op, _ in neuron_kernels.native_ops()]
     assert len(names) == len(set(names))
-    # the generated families are checked in test_families.py, the convolutions in test_conv.py
+    # the generated families are checked in test_families.py, the convolutions in test_conv.py, batch and
+    # group norm in test_channel_norm.py
     families = {e.aten for e in neuron_kernels.table().values()
                 if e.adapter in ("pointwise", "foreach", "norms", "cat", "fill", "arange", "triangle", "nll_loss",
                                  "nll_loss_backward", "softmax_backward", "log_softmax_backward",
-                                 "embedding_backward", "conv", "conv_grad_weight")
+                                 "embedding_backward", "conv", "conv_grad_weight", "batch_norm",
+                                 "batch_norm_backward", "group_norm", "group_norm_backward")
                 or e.columns.get("binder") in ("index_select", "reduction")}
     assert set(names) == set(CASES) | (families - set(CASES))
     assert not (set(CASES) - set(names))

@@ -2,6 +2,7 @@
 """The kernel library: tile-language kernels for the hot ATen ops."""
 
 from .attention import sdpa_bwd, sdpa_fwd
+from .channel_norm import batch_norm, batch_norm_backward, group_norm, group_norm_backward
 from .conv import conv2d, conv2d_grad_input, conv2d_grad_weight
 from .elementwise import activation_backward, binary, binary_scalar, unary
 from .cross_entropy import cross_entropy
@@ -18,4 +19,5 @@ from .softmax import log_softmax, softmax, softmax_backward
 __all__ = ["sdpa_bwd", "sdpa_fwd", "activation_backward", "binary", "binary_scalar", "unary", "cross_entropy", "embedding",
            "bmm", "linear", "matmul", "layer_norm", "norm_backward", "rms_norm", "adamw", "reduce", "log_softmax",
            "softmax", "softmax_backward", "embedding_backward", "nll_loss", "nll_loss_backward", "arange",
-           "cat", "fill", "norms", "pointwise", "triangle", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "take_rows", "gather_last", "scatter_last", "index_add_rows"]
+           "cat", "fill", "norms", "pointwise", "triangle", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "take_rows", "gather_last", "scatter_last", "index_add_rows", "batch_norm", "batch_norm_backward", "group_norm",
+           "group_norm_backward"]

@@ -201,7 +201,9 @@ void set_native_executor(NativeExecutor fn) { g_native_executor.store(fn); }
 std::vector<c10::IValue> native_inputs(const c10::FunctionSchema& schema,
                                        c10::ArrayRef<c10::IValue> args) {
   std::vector<c10::IValue> out(args.begin(), args.end());
-  bool writes = false;
+  // native_batch_norm updates running_mean and running_var in place in training mode without
+  // declaring it in its schema.
+  bool writes = schema.name() == "aten::native_batch_norm";
   for (const auto& a : schema.arguments()) {
     if (a.alias_info() && a.alias_info()->isWrite()) writes = true;
   }

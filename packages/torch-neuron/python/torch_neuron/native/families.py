@@ -21,7 +21,7 @@ import math
 import numpy as np
 import torch
 
-from .binders import Call, Deferred, Launch, NotCovered
+from .binders import AsFloat, Call, Deferred, Launch, NotCovered
 from .bridge import dtype_of_code, operand_dtype
 
 # Operand dtypes the engines compute on (loaded into fp32 tiles); bool is uint8 0/1.
@@ -527,6 +527,76 @@ def _bind_glu_backward(c: Call):
             c.launch((g, a, b), dict(attrs, expr=grad_b), targets=(None if r is None else r.narrow(d, n, n),))]
 
 
+# -- batch norm and group norm ---------------------------------------------------------------------
+_PARAM_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+def _channel_params(c: Call, C, names):
+    out = []
+    for name in names:
+        t = c[name]
+        if t is not None:
+            c.operand(t, name, 1, dtype=_PARAM_DTYPES)
+            if t.numel() != C:
+                raise NotCovered(f"'{name}' has {t.numel()} elements for {C} channels")
+        out.append(t)
+    return out
+
+
+def _bind_batch_norm(c: Call):
+    x = c.tensor("input")
+    if x.dim() < 2:
+        raise NotCovered(f"a {x.dim()}-D input; batch norm normalises channels (dim 1)")
+    w, b, rm, rv = _channel_params(c, x.shape[1], ("weight", "bias", "running_mean", "running_var"))
+    training = bool(c["training"])
+    if (rm is None) != (rv is None) or (not training and rm is None):
+        raise NotCovered("running statistics missing for evaluation, or only one of them given")
+    attrs = {"training": training, "momentum": float(c["momentum"]), "eps": float(c["eps"])}
+    live = c.live or {}
+    # training updates the running statistics in place (the kernel's last two results);
+    # evaluation returns empty save_mean / save_invstd, as CPU does
+    running = (live.get("running_mean"), live.get("running_var")) if training and rm is not None else (None, None)
+    targets = ((0, 1, 2) if training else (0, None, None)) + running
+    return [c.launch((x, w, b, rm, rv), attrs, targets=targets)]
+
+
+def _bind_batch_norm_backward(c: Call):
+    g, x = c.tensor("grad_out"), c.tensor("input")
+    if not c["train"]:
+        raise NotCovered("train=False (evaluation-mode backward)")
+    if g.shape != x.shape or x.dim() < 2:
+        raise NotCovered(f"grad_out {tuple(g.shape)} and input {tuple(x.shape)}")
+    (w,) = _channel_params(c, x.shape[1], ("weight",))
+    mean, invstd = _channel_params(c, x.shape[1], ("save_mean", "save_invstd"))
+    if mean is None or invstd is None:
+        raise NotCovered("no saved statistics")
+    return [c.launch((g, x, AsFloat(mean), AsFloat(invstd), w), targets=(0, 1, 2))]
+
+
+def _group_sizes(c: Call, x):
+    N, C, HxW, G = (int(c[n]) for n in ("N", "C", "HxW", "group"))
+    if x.numel() != N * C * HxW or G <= 0 or C % G:
+        raise NotCovered(f"N={N}, C={C}, HxW={HxW}, group={G} for an input of {x.numel()} elements")
+    return {"N": N, "C": C, "HxW": HxW, "group": G}
+
+
+def _bind_group_norm(c: Call):
+    x = c.tensor("input")
+    sizes = _group_sizes(c, x)
+    w, b = _channel_params(c, sizes["C"], ("weight", "bias"))
+    return [c.launch((x, w, b), dict(sizes, eps=float(c["eps"])), targets=(0, 1, 2))]
+
+
+def _bind_group_norm_backward(c: Call):
+    g, x = c.tensor("grad_out"), c.tensor("input")
+    sizes = _group_sizes(c, x)
+    if g.shape != x.shape:
+        raise NotCovered(f"grad_out {tuple(g.shape)} and input {tuple(x.shape)}")
+    (w,) = _channel_params(c, sizes["C"], ("weight",))
+    mean, rstd = (c.operand(c[n], n, dtype=_PARAM_DTYPES) for n in ("mean", "rstd"))
+    return [c.launch((g, x, AsFloat(mean), AsFloat(rstd), w), sizes, targets=(0, 1, 2))]
+
+
 # -- losses and backward passes -------------------------------------------------------------------
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
@@ -636,6 +706,10 @@ FAMILY_BINDERS = {
     "index_add": _bind_index_add,
     "glu": _bind_glu,
     "glu_backward": _bind_glu_backward,
+    "batch_norm": _bind_batch_norm,
+    "batch_norm_backward": _bind_batch_norm_backward,
+    "group_norm": _bind_group_norm,
+    "group_norm_backward": _bind_group_norm_backward,
     "nll_loss": _bind_nll_loss,
     "nll_loss_backward": _bind_nll_loss_backward,
     "softmax_backward": _bind_softmax_backward,
