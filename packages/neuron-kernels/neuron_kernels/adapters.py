@@ -525,6 +525,20 @@ def norms(*xs, ord=2.0, out_dtype=None, out_shape=()):
     return KernelCall(K.norms, args, {"ord": float(ord), "out_dtype": _out_dtype(out_dtype, _dt(xs[0]))}, post)
 
 
+def row_norms(x, ord=2.0, dims=(), keepdim=False, out_dtype=None):
+    """Norms over ``dims``: those dims moved last (a strided view for the DMA) as each kept element's row."""
+    xs = _shape(x)
+    kept = [d for d in range(len(xs)) if d not in dims]
+    R, Kn = int(np.prod([xs[d] for d in kept])), int(np.prod([xs[d] for d in dims]))
+    if isinstance(x, TensorSpec):
+        x2 = TensorSpec((R, Kn), x.dtype)
+    else:
+        x2 = np.ascontiguousarray(np.transpose(x, kept + list(dims))).reshape(R, Kn)
+    shape = tuple(1 if d in dims else xs[d] for d in range(len(xs))) if keepdim else tuple(xs[d] for d in kept)
+    return KernelCall(K.row_norms, (x2,), {"ord": float(ord), "out_dtype": _out_dtype(out_dtype, _dt(x))},
+                      lambda o: o.reshape(shape))
+
+
 # -- data movement --------------------------------------------------------------------------------
 def cat(*parts, dim=0):
     """Concatenation along ``dim``: each part viewed as (outer, its extent x inner), one DMA per part."""

@@ -299,7 +299,11 @@ def _targets(a):
 
 OTHER = {
     "aten::_foreach_norm.Scalar": None,
-    "aten::linalg_vector_norm": (lambda a: torch.linalg.vector_norm(a), "f"),
+    "aten::linalg_vector_norm": (lambda a: torch.stack([torch.linalg.vector_norm(a).reshape(1).expand(2),
+                                                        torch.linalg.vector_norm(a, dim=-1)[:2],
+                                                        torch.linalg.vector_norm(a, 1, dim=0, keepdim=True)[0, :2],
+                                                        torch.linalg.vector_norm(a, float("inf"), dim=(0,))[:2]]),
+                                 "f"),
     "aten::cat": (lambda a, b: torch.cat([a, b, a], dim=1), "ff"),
     "aten::fill_.Scalar": (lambda a: a.clone().fill_(2.5), "f"),
     "aten::fill_.Tensor": (lambda a: a.clone().fill_(torch.tensor(-1.5)), "f"),

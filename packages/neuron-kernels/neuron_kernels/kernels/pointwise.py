@@ -225,3 +225,24 @@ def norms(*args, ord=2.0, out_dtype="float32"):
         nl.store(out, nl.copy(res, dtype=out_dtype))
         outs.append(out)
     return tuple(outs) if len(outs) > 1 else outs[0]
+
+
+@nl.jit
+def row_norms(x, ord=2.0, out_dtype="float32"):
+    """out[r] = ||x[r, :]||_ord (ord 1, 2 or inf) for x (R, K): rows on partitions, each row reduced
+    on VectorE chunk by chunk (a norm over some dims, those dims made the row)."""
+    R, K = x.shape
+    out = nl.ndarray((R, 1), out_dtype, buffer=nl.shared_hbm)
+    for r0, rs in row_blocks(R):
+        acc = None
+        for c0, cs in row_blocks(K, FCHUNK):
+            t = _load(x[r0:r0 + rs, c0:c0 + cs])
+            if ord == float("inf"):
+                r = nl.max(nl.abs(t), axis=1)
+            else:
+                r = nl.sum(nl.square(t) if ord == 2.0 else nl.abs(t), axis=1)
+            acc = r if acc is None else (nl.maximum(acc, r) if ord == float("inf") else nl.add(acc, r))
+        if ord == 2.0:
+            acc = nl.sqrt(acc)
+        nl.store(out[r0:r0 + rs, :], nl.copy(acc, dtype=out_dtype))
+    return out
