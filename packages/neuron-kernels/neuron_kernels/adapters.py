@@ -539,6 +539,23 @@ def row_norms(x, ord=2.0, dims=(), keepdim=False, out_dtype=None):
                       lambda o: o.reshape(shape))
 
 
+def topk(x, k=1, dim=-1, largest=True, keepdim=True):
+    """torch.topk (and max.dim / min.dim with k = 1): ``dim`` moved last; (values, int64 indices).
+    Without ``keepdim`` (max.dim) the picked dim is dropped."""
+    xs = _shape(x)
+    dim = dim % len(xs)
+    moved = xs[:dim] + xs[dim + 1:]
+    R = int(np.prod(moved)) if moved else 1
+    x2 = _re(_move_last(x, dim), (R, xs[dim]))
+
+    def post(o):
+        vals, idx = o[0].reshape(moved + (k,)), o[1].view(np.int64).reshape(moved + (k,))
+        if not keepdim:
+            return vals[..., 0], idx[..., 0]
+        return np.moveaxis(vals, -1, dim), np.moveaxis(idx, -1, dim)
+    return KernelCall(K.topk_rows, (x2,), {"k": int(k), "largest": bool(largest)}, post)
+
+
 # -- data movement --------------------------------------------------------------------------------
 def cat(*parts, dim=0):
     """Concatenation along ``dim``: each part viewed as (outer, its extent x inner), one DMA per part."""

@@ -39,6 +39,11 @@ def _rand(shape, dtype, seed, kind="f"):
         return x > 0
     if kind == "u":       # away from comparison ties after rounding
         x = torch.round(x * 4) / 4
+    if kind == "d":       # distinct along every row and column, exact in 16-bit floats (no ties to order)
+        idx = torch.zeros(shape)
+        for d, n in enumerate(shape):
+            idx = idx + torch.arange(n).reshape((n,) + (1,) * (len(shape) - d - 1)) * (71, 13, 5, 3)[d % 4]
+        x = (idx % 131 - 65) / 8
     if kind == "i":       # with infinities of both signs
         x = torch.where(x > 1, float("inf"), torch.where(x < -1, float("-inf"), x))
     return x.to(dtype)
@@ -322,6 +327,11 @@ OTHER = {
         lambda g: torch.ops.aten.embedding_dense_backward(
             g, torch.arange(g[..., 0].numel(), device=g.device).reshape(g.shape[:-1]) % 37, 40, 2, False), "f"),
     "aten::max": (lambda a: a.max(), "f"), "aten::min": (lambda a: a.min(), "f"),
+    "aten::topk": (lambda a: torch.cat([torch.topk(a, 3, dim=-1)[0].flatten(), torch.topk(a, 3, dim=-1)[1].flatten(),
+                                        torch.topk(a, 2, 0, largest=False)[0].flatten(),
+                                        torch.topk(a, 2, 0, largest=False)[1].flatten()]).to(a.dtype), "d"),
+    "aten::max.dim": (lambda a: torch.stack([a.max(-1)[0], a.max(-1)[1].to(a.dtype)]), "d"),
+    "aten::min.dim": (lambda a: torch.cat([a.min(0, keepdim=True)[0], a.min(0, keepdim=True)[1].to(a.dtype)]), "d"),
     "aten::index.Tensor": (lambda a: a[torch.tensor([[1, -1, 0], [0, 1, -2]], device=a.device)], "f"),
     "aten::scatter_add": (lambda a: a.scatter_add(-1, torch.arange(a.shape[0] * 6, device=a.device)
                                                   .reshape(a.shape[0], 6) % 3, a[:, :6] * 2), "f"),

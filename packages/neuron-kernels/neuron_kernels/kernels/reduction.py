@@ -71,3 +71,39 @@ def reduce(x, op="add", scale=1.0, out_dtype=None):
             nl.store(out3[o, i0:i0 + is_, :], nl.multiply(acc, scale, dtype=out.dtype) if scale != 1.0
                      else nl.copy(acc, dtype=out.dtype))
     return out
+
+
+# Positions pass through fp32: exact below 2**24.
+_EXACT = 2 ** 24
+TOPK_ROW = 8192
+
+
+@nl.jit
+def topk_rows(x, k=1, largest=True):
+    """The k largest (or smallest) of each row of x (R, C), in order: values (R, k) and indices as
+    int32 word pairs (R, 2k) (int64 in memory: low word the position, high word 0). Per pick, on
+    VectorE: the row's max, the first position holding it, and that position masked out, so equal
+    values come out lowest position first."""
+    R, C = x.shape
+    if C > TOPK_ROW:
+        raise ValueError(f"rows of {C} elements exceed the kernel's {TOPK_ROW}-element row tile")
+    vals = nl.ndarray((R, k), x.dtype, buffer=nl.shared_hbm)
+    words = nl.ndarray((R, 2 * k), "int32", buffer=nl.shared_hbm)
+    for r0, rs in row_blocks(R):
+        t = nl.ndarray((rs, C), "float32")
+        t[...] = nl.load(x[r0:r0 + rs, :], dtype="float32")
+        if not largest:
+            t[...] = nl.multiply(t, -1.0)
+        pos = nl.iota((rs, C), "float32")
+        v = nl.ndarray((rs, k), "float32")
+        w = nl.zeros((rs, 2 * k), "float32")
+        for j in range(k):
+            m = nl.max(t, axis=1)
+            first = nl.min(nl.where(nl.equal(t, m), pos, float(_EXACT)), axis=1)
+            v[:, j:j + 1] = nl.multiply(m, 1.0 if largest else -1.0)
+            w[:, 2 * j:2 * j + 1] = nl.copy(first)
+            if j + 1 < k:
+                t[...] = nl.where(nl.equal(pos, first), float("-inf"), t)
+        nl.store(vals[r0:r0 + rs, :], nl.copy(v, dtype=vals.dtype))
+        nl.store(words[r0:r0 + rs, :], nl.copy(w, dtype="int32"))
+    return vals, words

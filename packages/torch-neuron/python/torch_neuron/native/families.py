@@ -319,6 +319,23 @@ def _vector_norm(c: Call):
     return [c.launch((x,), {"ord": order, "out_dtype": isa_result(x.dtype), "out_shape": shape})]
 
 
+def _bind_topk(c: Call):
+    """topk, and max.dim / min.dim as its k = 1 case; indices written as int64 (int32 word pairs)."""
+    x = c.tensor("self")
+    if x.dim() == 0:
+        raise NotCovered("0-dim input")
+    d = int(c["dim"]) % x.dim()
+    if c.kind == "topk":
+        if not c["sorted"]:
+            raise NotCovered("sorted=False (CPU's unsorted order)")
+        attrs = {"k": int(c["k"]), "largest": bool(c["largest"]), "keepdim": True}
+    else:
+        attrs = {"k": 1, "largest": c.kind == "max", "keepdim": bool(c["keepdim"])}
+    if not 0 < attrs["k"] <= x.shape[d]:
+        raise NotCovered(f"k={attrs['k']} of {x.shape[d]}")
+    return [c.launch((x,), dict(attrs, dim=d), targets=(0, 1))]
+
+
 # -- data movement --------------------------------------------------------------------------------
 def _same_dtype(c, ts, name):
     for i, t in enumerate(ts):
@@ -709,6 +726,7 @@ FAMILY_BINDERS = {
     "glu": _bind_glu,
     "glu_backward": _bind_glu_backward,
     "batch_norm": _bind_batch_norm,
+    "topk": _bind_topk,
     "batch_norm_backward": _bind_batch_norm_backward,
     "group_norm": _bind_group_norm,
     "group_norm_backward": _bind_group_norm_backward,
