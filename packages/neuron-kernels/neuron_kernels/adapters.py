@@ -539,6 +539,29 @@ def row_norms(x, ord=2.0, dims=(), keepdim=False, out_dtype=None):
                       lambda o: o.reshape(shape))
 
 
+def max_pool2d(x, kernel_size=(1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1)):
+    """aten::max_pool2d_with_indices over (*, H, W) planes: (out, int64 indices)."""
+    xs = _shape(x)
+    lead, (H, W) = xs[:-2], xs[-2:]
+    R = int(np.prod(lead)) if lead else 1
+    Ho, Wo = (K.conv.out_size(n, k, s_, p, d) for n, k, s_, p, d in zip((H, W), kernel_size, stride, padding, dilation))
+    return KernelCall(K.max_pool2d, (_re(x, (R, H, W)),),
+                      {"kernel_size": tuple(kernel_size), "stride": tuple(stride), "padding": tuple(padding),
+                       "dilation": tuple(dilation)},
+                      lambda o: (o[0].reshape(lead + (Ho, Wo)), o[1].view(np.int64).reshape(lead + (Ho, Wo))))
+
+
+def max_pool2d_backward(grad, indices, input_shape=(), kernel_size=(1, 1), stride=(1, 1), padding=(0, 0),
+                        dilation=(1, 1)):
+    """grad_input of max_pool2d from the gradient and the indices (as int32 words)."""
+    gs = _shape(grad)
+    R, (Ho, Wo) = int(np.prod(gs[:-2])) if gs[:-2] else 1, gs[-2:]
+    return KernelCall(K.max_pool2d_backward, (_re(grad, (R, Ho, Wo)), _re(indices, (R, Ho, 2 * Wo))),
+                      {"input_hw": tuple(input_shape[-2:]), "kernel_size": tuple(kernel_size), "stride": tuple(stride),
+                       "padding": tuple(padding), "dilation": tuple(dilation)},
+                      lambda o: o.reshape(tuple(input_shape)))
+
+
 def topk(x, k=1, dim=-1, largest=True, keepdim=True):
     """torch.topk (and max.dim / min.dim with k = 1): ``dim`` moved last; (values, int64 indices).
     Without ``keepdim`` (max.dim) the picked dim is dropped."""

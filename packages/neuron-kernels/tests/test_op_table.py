@@ -66,6 +66,23 @@ def _scatter_set(x, i, v):
     return out
 
 
+def _window_argmax(x):
+    """Plane positions of the first maximum of each 2x2 window."""
+    N, H, W = x.shape
+    win = x.reshape(N, H // 2, 2, W // 2, 2).transpose(0, 1, 3, 2, 4).reshape(N, H // 2, W // 2, 4)
+    a = win.argmax(-1)
+    rows = np.arange(H // 2)[:, None] * 2 + a // 2
+    cols = np.arange(W // 2)[None, :] * 2 + a % 2
+    return (rows * W + cols).astype(np.int64)
+
+
+def _unpool(g, idx, shape):
+    out = np.zeros(shape)
+    for n in range(shape[0]):
+        np.add.at(out[n].reshape(-1), idx[n].reshape(-1), g[n].reshape(-1))
+    return out
+
+
 CASES = {
     "aten::mm": ((X[0], f32(50, 20)), {}, lambda a, b: a @ b),
     "aten::matmul": ((X, f32(50, 20)), {}, lambda a, b: a @ b),
@@ -119,6 +136,13 @@ CASES = {
     "aten::index_add": ((X, np.array([2, 0, 2], np.int64), Y[:3]), {"dim": 0, "alpha": 0.5},
                         lambda x, i, v, dim, alpha: x + alpha * np.stack([v[1], np.zeros_like(v[0]), v[0] + v[2],
                                                                           np.zeros_like(v[0])])),
+    "aten::max_pool2d_with_indices": ((X,), {"kernel_size": (2, 2), "stride": (2, 2)}, lambda x, kernel_size, stride: (
+        x[:, :30, :50].reshape(4, 15, 2, 25, 2).max((2, 4)),
+        _window_argmax(x[:, :30, :50]))),
+    "aten::max_pool2d_with_indices_backward": (
+        (X[:, :15, :25], _window_argmax(X[:, :30, :50]).view(np.int32)), {"input_shape": (4, 30, 50),
+                                                                          "kernel_size": (2, 2), "stride": (2, 2)},
+        lambda g, w, input_shape, kernel_size, stride: _unpool(g, w.view(np.int64), input_shape)),
     "aten::topk": ((X,), {"k": 3, "dim": 1}, lambda x, k, dim: (
         -np.sort(-x, axis=1)[:, :3], np.argsort(-x, axis=1, kind="stable")[:, :3])),
     "aten::max.dim": ((X,), {"dim": 0, "keepdim": True}, lambda x, dim, keepdim: (

@@ -327,6 +327,11 @@ OTHER = {
         lambda g: torch.ops.aten.embedding_dense_backward(
             g, torch.arange(g[..., 0].numel(), device=g.device).reshape(g.shape[:-1]) % 37, 40, 2, False), "f"),
     "aten::max": (lambda a: a.max(), "f"), "aten::min": (lambda a: a.min(), "f"),
+    "aten::max_pool2d_with_indices": (lambda a: torch.cat([
+        t.flatten().to(a.dtype) for t in F.max_pool2d(a.reshape(1, *a.shape), 3, 2, 1, return_indices=True)]), "d"),
+    "aten::max_pool2d_with_indices_backward": (
+        lambda a: _grad(lambda x: F.max_pool2d(x.reshape(1, *x.shape), (2, 3), (1, 2), (1, 0), dilation=(2, 1)) * 3,
+                        a)[0], "d"),
     "aten::topk": (lambda a: torch.cat([torch.topk(a, 3, dim=-1)[0].flatten(), torch.topk(a, 3, dim=-1)[1].flatten(),
                                         torch.topk(a, 2, 0, largest=False)[0].flatten(),
                                         torch.topk(a, 2, 0, largest=False)[1].flatten()]).to(a.dtype), "d"),

@@ -13,6 +13,7 @@ from .pointwise import norms, pointwise, row_norms
 from .matmul import bmm, linear, matmul
 from .norm import layer_norm, norm_backward, rms_norm
 from .optim import adamw
+from .pool import max_pool2d, max_pool2d_backward
 from .reduction import reduce, topk_rows
 from .softmax import log_softmax, softmax, softmax_backward
 
@@ -20,4 +21,4 @@ __all__ = ["sdpa_bwd", "sdpa_fwd", "activation_backward", "binary", "binary_scal
            "bmm", "linear", "matmul", "layer_norm", "norm_backward", "rms_norm", "adamw", "reduce", "log_softmax",
            "softmax", "softmax_backward", "embedding_backward", "nll_loss", "nll_loss_backward", "arange",
            "cat", "fill", "norms", "pointwise", "triangle", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "take_rows", "gather_last", "scatter_last", "index_add_rows", "batch_norm", "batch_norm_backward", "group_norm",
-           "group_norm_backward", "row_norms", "topk_rows"]
+           "group_norm_backward", "row_norms", "topk_rows", "max_pool2d", "max_pool2d_backward"]

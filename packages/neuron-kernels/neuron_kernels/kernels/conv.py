@@ -72,9 +72,9 @@ class Geometry:
         r, c = kh * self.dh, kw * self.dw
         return win[:, r:r + (nr - 1) * self.sh + 1:self.sh, c:c + (nc - 1) * self.sw + 1:self.sw]
 
-    def window(self, img, c0, cs, r0, nr, col0, nc, dtype):
+    def window(self, img, c0, cs, r0, nr, col0, nc, dtype, fill=0.0):
         """SBUF [cs, rows, cols]: the input rows and columns output block (r0, nr, col0, nc) reads, in
-        padded coordinates: zeros outside the image, one DMA for the part inside."""
+        padded coordinates: ``fill`` outside the image, one DMA for the part inside."""
         rows, cols = self.in_rows(nr), self.in_cols(nc)
         top, left = r0 * self.sh - self.ph, col0 * self.sw - self.pw
         t = nl.ndarray((cs, rows, cols), dtype)
@@ -82,7 +82,7 @@ class Geometry:
         b0, b1 = max(left, 0), min(left + cols, self.W)
         inside = a1 > a0 and b1 > b0
         if not inside or (a0, a1, b0, b1) != (top, top + rows, left, left + cols):
-            _isa.memset(t, 0.0)
+            _isa.memset(t, fill)
         if inside:
             t[:, a0 - top:a1 - top, b0 - left:b1 - left] = nl.load(img[c0:c0 + cs, a0:a1, b0:b1], dtype=dtype)
         return t

@@ -336,6 +336,34 @@ def _bind_topk(c: Call):
     return [c.launch((x,), dict(attrs, dim=d), targets=(0, 1))]
 
 
+def _pool_params(c: Call, x):
+    if x.dim() not in (3, 4):
+        raise NotCovered(f"a {x.dim()}-D input; max_pool2d takes (C, H, W) or (N, C, H, W)")
+    if c["ceil_mode"]:
+        raise NotCovered("ceil_mode=True")
+
+    def pair(v, default=None):
+        v = list(v) if v else list(default)
+        return tuple(int(e) for e in (v * 2 if len(v) == 1 else v))
+    k = pair(c["kernel_size"])
+    return {"kernel_size": k, "stride": pair(c["stride"], k), "padding": pair(c["padding"]),
+            "dilation": pair(c["dilation"])}
+
+
+def _bind_max_pool(c: Call):
+    x = c.tensor("self")
+    return [c.launch((x,), _pool_params(c, x), targets=(0, 1))]
+
+
+def _bind_max_pool_backward(c: Call):
+    g, x = c.tensor("grad_output"), c.tensor("self")
+    idx = c["indices"]
+    if not isinstance(idx, torch.Tensor) or idx.dtype != torch.int64 or idx.shape != g.shape:
+        raise NotCovered("indices that are not the forward's int64 indices")
+    params = _pool_params(c, x)
+    return [c.launch((g, AsWords(idx)), dict(params, input_shape=tuple(x.shape)))]
+
+
 # -- data movement --------------------------------------------------------------------------------
 def _same_dtype(c, ts, name):
     for i, t in enumerate(ts):
@@ -727,6 +755,8 @@ FAMILY_BINDERS = {
     "glu_backward": _bind_glu_backward,
     "batch_norm": _bind_batch_norm,
     "topk": _bind_topk,
+    "max_pool": _bind_max_pool,
+    "max_pool_backward": _bind_max_pool_backward,
     "batch_norm_backward": _bind_batch_norm_backward,
     "group_norm": _bind_group_norm,
     "group_norm_backward": _bind_group_norm_backward,

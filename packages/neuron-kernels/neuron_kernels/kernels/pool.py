@@ -1,0 +1,91 @@
+# Copyright 2026 The neuron-kernels Authors. Licensed under the Apache License, Version 2.0.
+"""Max pooling with indices, forward and backward, on VectorE: image planes (sample, channel) on
+partitions, windows as strided views of the padded input in SBUF (conv.Geometry).
+
+Forward keeps, per output, the first maximum in window order (a strict greater-than per tap, as
+CPU) and its position in the plane; the int64 indices are written as int32 word pairs (low word
+the position, high word 0). Backward adds each output's gradient where the tap's position equals
+its index, into an SBUF canvas of the padded plane, tap by tap.
+"""
+
+from __future__ import annotations
+
+from .. import language as nl
+from ..language import isa as _isa
+from ._tiling import row_blocks
+from .conv import CANVAS_BUDGET, VECTOR_BLOCK, Geometry, _canvas_shape, _canvas_tap
+
+_EXACT = 2 ** 24     # positions pass through fp32
+
+
+def _positions(g, rs, r0, nr, col0, nc):
+    """[rs, nr, nc]: each output's top-left tap position oh * sh * W + ow * sw in the unpadded plane."""
+    base = nl.ndarray((rs, nr, nc), "float32")
+    for i in range(nr):
+        _isa.iota(base[:, i, :], base=(r0 + i) * g.sh * g.W + col0 * g.sw, free_step=g.sw)
+    return base
+
+
+@nl.jit
+def max_pool2d(x, kernel_size=(1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1)):
+    """(out (R, Ho, Wo), indices as int32 words (R, Ho, 2 Wo)) for planes x (R, H, W)."""
+    R, H, W = x.shape
+    KH, KW = kernel_size
+    g = Geometry(H, W, KH, KW, stride, padding, dilation)
+    if H * W > _EXACT:
+        raise ValueError(f"planes of {H * W} elements: positions are computed in fp32, exact below {_EXACT}")
+    out = nl.ndarray((R, g.Ho, g.Wo), x.dtype, buffer=nl.shared_hbm)
+    words = nl.ndarray((R, g.Ho, 2 * g.Wo), "int32", buffer=nl.shared_hbm)
+    blocks = g.blocks(VECTOR_BLOCK, 4)
+    for c0, cs in row_blocks(R):
+        for r0, nr, col0, nc in blocks:
+            win = g.window(x, c0, cs, r0, nr, col0, nc, "float32", fill=float("-inf"))
+            base = _positions(g, cs, r0, nr, col0, nc)
+            best = nl.ndarray((cs, nr, nc), "float32")
+            idx = nl.ndarray((cs, nr, nc), "float32")
+            for t in range(KH * KW):
+                kh, kw = divmod(t, KW)
+                v = g.tap(win, kh, kw, nr, nc)
+                pos = nl.add(base, float((kh * g.dh - g.ph) * W + kw * g.dw - g.pw))
+                if t == 0:
+                    best[...] = nl.copy(v)
+                    idx[...] = pos
+                    continue
+                better = nl.greater(v, best)
+                best[...] = nl.where(better, v, best)
+                idx[...] = nl.where(better, pos, idx)
+            nl.store(out[c0:c0 + cs, r0:r0 + nr, col0:col0 + nc], nl.copy(best, dtype=out.dtype))
+            w = nl.zeros((cs, nr, 2 * nc), "int32")
+            w[:, :, 0:2 * nc:2] = nl.copy(idx, dtype="int32")
+            nl.store(words[c0:c0 + cs, r0:r0 + nr, 2 * col0:2 * (col0 + nc)], w)
+    return out, words
+
+
+@nl.jit
+def max_pool2d_backward(grad, words, input_hw=(1, 1), kernel_size=(1, 1), stride=(1, 1), padding=(0, 0),
+                        dilation=(1, 1)):
+    """grad_input (R, H, W) from grad (R, Ho, Wo) and the forward's indices as int32 words (R, Ho, 2 Wo)."""
+    R, Ho, Wo = grad.shape
+    H, W = input_hw
+    KH, KW = kernel_size
+    g = Geometry(H, W, KH, KW, stride, padding, dilation)
+    CH, CW = _canvas_shape(g)
+    if CH * CW * 4 > CANVAS_BUDGET:
+        raise ValueError(f"the padded plane ({CH}x{CW}) exceeds {CANVAS_BUDGET} bytes per partition")
+    gin = nl.ndarray((R, H, W), grad.dtype, buffer=nl.shared_hbm)
+    blocks = g.blocks(VECTOR_BLOCK, 4)
+    for c0, cs in row_blocks(R):
+        canvas = nl.zeros((cs, CH, CW), "float32", bufs=1)
+        for r0, nr, col0, nc in blocks:
+            gt = nl.load(grad[c0:c0 + cs, r0:r0 + nr, col0:col0 + nc], dtype="float32")
+            w = nl.load(words[c0:c0 + cs, r0:r0 + nr, 2 * col0:2 * (col0 + nc)])
+            idx = nl.copy(w[:, :, 0:2 * nc:2], dtype="float32")
+            base = _positions(g, cs, r0, nr, col0, nc)
+            for t in range(KH * KW):
+                kh, kw = divmod(t, KW)
+                pos = nl.add(base, float((kh * g.dh - g.ph) * W + kw * g.dw - g.pw))
+                view = _canvas_tap(canvas, g, kh, kw, r0, nr, col0, nc)
+                view[...] = nl.add(view, nl.multiply(nl.equal(idx, pos), gt))
+        inner = canvas[:, g.ph:g.ph + H, g.pw:g.pw + W]
+        nl.store(gin[c0:c0 + cs, :, :], nl.copy(inner, dtype=gin.dtype))
+    return gin
