@@ -579,6 +579,30 @@ def topk(x, k=1, dim=-1, largest=True, keepdim=True):
     return KernelCall(K.topk_rows, (x2,), {"k": int(k), "largest": bool(largest)}, post)
 
 
+def _dims_last(x, dims):
+    """x with ``dims`` moved last and flattened to one axis: (view (R, L), the moved shape, the inverse
+    permutation) -- a strided access pattern for the DMA."""
+    xs = _shape(x)
+    kept = [d for d in range(len(xs)) if d not in dims]
+    perm = kept + list(dims)
+    R, L = int(np.prod([xs[d] for d in kept])), int(np.prod([xs[d] for d in dims]))
+    x2 = TensorSpec((R, L), x.dtype) if isinstance(x, TensorSpec) else \
+        np.ascontiguousarray(np.transpose(x, perm)).reshape(R, L)
+    return x2, tuple(xs[d] for d in perm), tuple(np.argsort(perm))
+
+
+def flip(x, dims=()):
+    """torch.flip: the flipped dims moved last and flattened (reversing the flattened axis reverses each)."""
+    x2, moved, inv = _dims_last(x, sorted(dims))
+    return KernelCall(K.reverse_last, (x2,), {}, lambda o: np.transpose(o.reshape(moved), inv))
+
+
+def cumsum(x, dim=0, out_dtype=None):
+    x2, moved, inv = _dims_last(x, [dim])
+    return KernelCall(K.cumsum_last, (x2,), {"out_dtype": _out_dtype(out_dtype, _dt(x))},
+                      lambda o: np.transpose(o.reshape(moved), inv))
+
+
 # -- data movement --------------------------------------------------------------------------------
 def cat(*parts, dim=0):
     """Concatenation along ``dim``: each part viewed as (outer, its extent x inner), one DMA per part."""

@@ -143,6 +143,8 @@ CASES = {
         (X[:, :15, :25], _window_argmax(X[:, :30, :50]).view(np.int32)), {"input_shape": (4, 30, 50),
                                                                           "kernel_size": (2, 2), "stride": (2, 2)},
         lambda g, w, input_shape, kernel_size, stride: _unpool(g, w.view(np.int64), input_shape)),
+    "aten::cumsum": ((X,), {"dim": 1}, lambda x, dim: np.cumsum(x, 1)),
+    "aten::flip": ((X,), {"dims": (0, 2)}, lambda x, dims: x[::-1, :, ::-1]),
     "aten::topk": ((X,), {"k": 3, "dim": 1}, lambda x, k, dim: (
         -np.sort(-x, axis=1)[:, :3], np.argsort(-x, axis=1, kind="stable")[:, :3])),
     "aten::max.dim": ((X,), {"dim": 0, "keepdim": True}, lambda x, dim, keepdim: (

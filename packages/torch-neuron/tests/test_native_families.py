@@ -332,6 +332,8 @@ OTHER = {
     "aten::max_pool2d_with_indices_backward": (
         lambda a: _grad(lambda x: F.max_pool2d(x.reshape(1, *x.shape), (2, 3), (1, 2), (1, 0), dilation=(2, 1)) * 3,
                         a)[0], "d"),
+    "aten::cumsum": (lambda a: torch.cat([a.cumsum(-1), a.cumsum(0)], 0), "f"),
+    "aten::flip": (lambda a: torch.cat([a.flip(-1), a.flip(0, 1)], 0), "f"),
     "aten::topk": (lambda a: torch.cat([torch.topk(a, 3, dim=-1)[0].flatten(), torch.topk(a, 3, dim=-1)[1].flatten(),
                                         torch.topk(a, 2, 0, largest=False)[0].flatten(),
                                         torch.topk(a, 2, 0, largest=False)[1].flatten()]).to(a.dtype), "d"),
@@ -427,7 +429,8 @@ def test_data_movement_of_every_width_is_bit_exact(dtype, numerics):
     for fn, op in ((lambda x, y: torch.cat([x, y], 0), "aten::cat"), (lambda x, y: torch.cat([x, y], 1), "aten::cat"),
                    (lambda x, y: torch.stack([x, y], 1), "aten::cat"), (lambda x, y: x.clone().zero_(), "aten::zero_"),
                    (lambda x, y: x[torch.tensor([[5, -1], [129, 0]], device=x.device)], "aten::index.Tensor"),
-                   (lambda x, y: x[:, 3][torch.tensor([2, -130, 7], device=x.device)], "aten::index.Tensor")):
+                   (lambda x, y: x[:, 3][torch.tensor([2, -130, 7], device=x.device)], "aten::index.Tensor")) + (
+                      ((lambda x, y: x.flip(0), "aten::flip"),) if dtype in (torch.bool, torch.uint8) else ()):
         torch_neuron.clear_device_numerics_stats()
         got = fn(a.to(DEV), b.to(DEV))
         assert torch.equal(got.cpu(), fn(a, b))

@@ -8,7 +8,7 @@ words; a DMA copies their bytes exactly, so cat and copies of them need no engin
 from __future__ import annotations
 
 from .. import language as nl
-from ._tiling import FCHUNK, row_blocks
+from ._tiling import FCHUNK, P, row_blocks
 
 
 @nl.jit
@@ -109,4 +109,52 @@ def triangle(x, rows=1, diagonal=0, upper=False, out_dtype=None):
                     nl.store(dst, zero[:rs, :cs])
                 else:
                     nl.store(dst, nl.where(keep, nl.load(x[at:at + rs, c0:c0 + cs]), 0.0, dtype=dt))
+    return out
+
+
+@nl.jit
+def reverse_last(x):
+    """out[r, c] = x[r, C - 1 - c] for x (R, C) of a float or 8/16-bit type: per block of at most 128
+    rows and 128 columns, the source columns DMA-transposed and multiplied on TensorE by the
+    anti-identity (one nonzero product per result: exact)."""
+    R, C = x.shape
+    out = nl.ndarray((R, C), x.dtype, buffer=nl.shared_hbm)
+    rev = nl.ndarray((P, P), "float32", bufs=1)
+    # anti-identity: 1 where row + column == P - 1
+    nl.isa.iota(rev, base=0, partition_step=1, free_step=1)
+    rev[...] = nl.equal(rev, float(P - 1))
+    for c0, cs in row_blocks(C, P):
+        s0 = C - c0 - cs                 # the source columns, reversed into [c0, c0 + cs)
+        for r0, rs in row_blocks(R, P):
+            src = nl.load_transpose2d(x[r0:r0 + rs, s0:s0 + cs])                      # (cs, rs)
+            if src.dtype != "float32":
+                src = nl.copy(src, dtype="float32")
+            acc = nl.ndarray((rs, cs), "float32", buffer=nl.psum)
+            nl.isa.nc_matmul(acc, src, rev[0:cs, P - cs:P])
+            nl.store(out[r0:r0 + rs, c0:c0 + cs], nl.copy(acc, dtype=out.dtype))
+    return out
+
+
+@nl.jit
+def cumsum_last(x, out_dtype="float32"):
+    """out[r, c] = x[r, 0] + ... + x[r, c] for x (R, C): rows on partitions, each chunk scanned on
+    VectorE in log2(chunk) shifted adds (Hillis-Steele), chunks chained by the previous chunk's last
+    column as a per-partition operand."""
+    R, C = x.shape
+    out = nl.ndarray((R, C), out_dtype, buffer=nl.shared_hbm)
+    for r0, rs in row_blocks(R, P):
+        carry = None
+        for c0, cs in row_blocks(C, FCHUNK):
+            t = nl.load(x[r0:r0 + rs, c0:c0 + cs], dtype="float32")
+            shift = 1
+            while shift < cs:
+                nxt = nl.ndarray((rs, cs), "float32")
+                nxt[:, :shift] = nl.copy(t[:, :shift])
+                nxt[:, shift:] = nl.add(t[:, shift:], t[:, :cs - shift])
+                t = nxt
+                shift *= 2
+            if carry is not None:
+                t = nl.add(t, carry)
+            carry = nl.copy(t[:, cs - 1:cs])
+            nl.store(out[r0:r0 + rs, c0:c0 + cs], nl.copy(t, dtype=out_dtype))
     return out

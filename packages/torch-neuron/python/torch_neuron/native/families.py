@@ -364,6 +364,22 @@ def _bind_max_pool_backward(c: Call):
     return [c.launch((g, AsWords(idx)), dict(params, input_shape=tuple(x.shape)))]
 
 
+def _bind_flip(c: Call):
+    x = c.operand(c["self"], "self", dtype=c["self"].dtype)
+    if x.dim() == 0:
+        raise NotCovered("0-dim input")
+    return [c.launch((x,), {"dims": tuple(sorted({int(d) % x.dim() for d in c["dims"]}))})]
+
+
+def _bind_cumsum(c: Call):
+    x = c.tensor("self")
+    if c["dtype"] is not None and c["dtype"] != x.dtype:
+        raise NotCovered(f"dtype={c['dtype']} (a conversion)")
+    if x.dim() == 0:
+        raise NotCovered("0-dim input")
+    return [c.launch((x,), {"dim": int(c["dim"]) % x.dim(), "out_dtype": isa_result(x.dtype)})]
+
+
 # -- data movement --------------------------------------------------------------------------------
 def _same_dtype(c, ts, name):
     for i, t in enumerate(ts):
@@ -755,6 +771,8 @@ FAMILY_BINDERS = {
     "glu_backward": _bind_glu_backward,
     "batch_norm": _bind_batch_norm,
     "topk": _bind_topk,
+    "flip": _bind_flip,
+    "cumsum": _bind_cumsum,
     "max_pool": _bind_max_pool,
     "max_pool_backward": _bind_max_pool_backward,
     "batch_norm_backward": _bind_batch_norm_backward,
