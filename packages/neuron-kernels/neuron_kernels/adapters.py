@@ -562,6 +562,40 @@ def max_pool2d_backward(grad, indices, input_shape=(), kernel_size=(1, 1), strid
                       lambda o: o.reshape(tuple(input_shape)))
 
 
+def _planes(x):
+    xs = _shape(x)
+    lead = xs[:-2]
+    return _re(x, ((int(np.prod(lead)) if lead else 1),) + tuple(xs[-2:])), lead
+
+
+def avg_pool2d(x, kernel_size=(1, 1), stride=(1, 1), padding=(0, 0), count_include_pad=True, divisor=0):
+    x3, lead = _planes(x)
+    return KernelCall(K.avg_pool2d, (x3,), {"kernel_size": tuple(kernel_size), "stride": tuple(stride),
+                                            "padding": tuple(padding), "count_include_pad": bool(count_include_pad),
+                                            "divisor": int(divisor)},
+                      lambda o: o.reshape(lead + o.shape[-2:]))
+
+
+def avg_pool2d_backward(grad, input_shape=(), kernel_size=(1, 1), stride=(1, 1), padding=(0, 0),
+                        count_include_pad=True, divisor=0):
+    g3, _ = _planes(grad)
+    return KernelCall(K.avg_pool2d_backward, (g3,), {
+        "input_hw": tuple(input_shape[-2:]), "kernel_size": tuple(kernel_size), "stride": tuple(stride),
+        "padding": tuple(padding), "count_include_pad": bool(count_include_pad), "divisor": int(divisor)},
+        lambda o: o.reshape(tuple(input_shape)))
+
+
+def upsample_nearest(x, factor=(1, 1)):
+    x3, lead = _planes(x)
+    return KernelCall(K.upsample_nearest, (x3,), {"factor": tuple(factor)}, lambda o: o.reshape(lead + o.shape[-2:]))
+
+
+def upsample_nearest_backward(grad, factor=(1, 1)):
+    g3, lead = _planes(grad)
+    return KernelCall(K.upsample_nearest_backward, (g3,), {"factor": tuple(factor)},
+                      lambda o: o.reshape(lead + o.shape[-2:]))
+
+
 def topk(x, k=1, dim=-1, largest=True, keepdim=True):
     """torch.topk (and max.dim / min.dim with k = 1): ``dim`` moved last; (values, int64 indices).
     Without ``keepdim`` (max.dim) the picked dim is dropped."""

@@ -145,6 +145,14 @@ CASES = {
         lambda g, w, input_shape, kernel_size, stride: _unpool(g, w.view(np.int64), input_shape)),
     "aten::cumsum": ((X,), {"dim": 1}, lambda x, dim: np.cumsum(x, 1)),
     "aten::flip": ((X,), {"dims": (0, 2)}, lambda x, dims: x[::-1, :, ::-1]),
+    "aten::avg_pool2d": ((X,), {"kernel_size": (2, 2), "stride": (2, 2)}, lambda x, kernel_size, stride: (
+        x[:, :30, :50].reshape(4, 15, 2, 25, 2).mean((2, 4)))),
+    "aten::avg_pool2d_backward": ((X[:, :15, :25],), {"input_shape": (4, 30, 50), "kernel_size": (2, 2),
+                                                      "stride": (2, 2)},
+                                  lambda g, input_shape, kernel_size, stride: np.repeat(np.repeat(g, 2, 1), 2, 2) / 4),
+    "aten::upsample_nearest2d": ((X,), {"factor": (2, 3)}, lambda x, factor: np.repeat(np.repeat(x, 2, 1), 3, 2)),
+    "aten::upsample_nearest2d_backward": ((X,), {"factor": (2, 5)}, lambda g, factor: (
+        g.reshape(4, 15, 2, 10, 5).sum((2, 4)))),
     "aten::topk": ((X,), {"k": 3, "dim": 1}, lambda x, k, dim: (
         -np.sort(-x, axis=1)[:, :3], np.argsort(-x, axis=1, kind="stable")[:, :3])),
     "aten::max.dim": ((X,), {"dim": 0, "keepdim": True}, lambda x, dim, keepdim: (

@@ -334,6 +334,13 @@ OTHER = {
                         a)[0], "d"),
     "aten::cumsum": (lambda a: torch.cat([a.cumsum(-1), a.cumsum(0)], 0), "f"),
     "aten::flip": (lambda a: torch.cat([a.flip(-1), a.flip(0, 1)], 0), "f"),
+    "aten::avg_pool2d": (lambda a: torch.cat([F.avg_pool2d(a[None], 3, 1, 1, count_include_pad=False).flatten(),
+                                              F.avg_pool2d(a[None], (2, 3), (2, 1), (1, 1)).flatten()]), "f"),
+    "aten::avg_pool2d_backward": (lambda a: _grad(lambda x: F.avg_pool2d(x[None], 3, 2, 1, count_include_pad=False)
+                                                  * 3, a)[0], "f"),
+    "aten::upsample_nearest2d": (lambda a: F.interpolate(a[None, None], scale_factor=(2, 3), mode="nearest"), "f"),
+    "aten::upsample_nearest2d_backward": (
+        lambda a: _grad(lambda x: F.interpolate(x[None, None], size=(x.shape[0] * 3, x.shape[1] * 2)) * 3, a)[0], "f"),
     "aten::topk": (lambda a: torch.cat([torch.topk(a, 3, dim=-1)[0].flatten(), torch.topk(a, 3, dim=-1)[1].flatten(),
                                         torch.topk(a, 2, 0, largest=False)[0].flatten(),
                                         torch.topk(a, 2, 0, largest=False)[1].flatten()]).to(a.dtype), "d"),

@@ -89,3 +89,110 @@ def max_pool2d_backward(grad, words, input_hw=(1, 1), kernel_size=(1, 1), stride
         inner = canvas[:, g.ph:g.ph + H, g.pw:g.pw + W]
         nl.store(gin[c0:c0 + cs, :, :], nl.copy(inner, dtype=gin.dtype))
     return gin
+
+
+def _in_image(g, cs, r0, nr, col0, nc):
+    """A window of ones inside the plane and zeros in the padding (avg_pool2d's count_include_pad=False)."""
+    rows, cols = g.in_rows(nr), g.in_cols(nc)
+    top, left = r0 * g.sh - g.ph, col0 * g.sw - g.pw
+    t = nl.zeros((cs, rows, cols), "float32")
+    a0, a1 = max(top, 0), min(top + rows, g.H)
+    b0, b1 = max(left, 0), min(left + cols, g.W)
+    if a1 > a0 and b1 > b0:
+        _isa.memset(t[:, a0 - top:a1 - top, b0 - left:b1 - left], 1.0)
+    return t
+
+
+def _window_sum(g, win, nr, nc, cs):
+    acc = nl.ndarray((cs, nr, nc), "float32")
+    for t in range(g.KH * g.KW):
+        v = g.tap(win, t // g.KW, t % g.KW, nr, nc)
+        acc[...] = nl.copy(v) if t == 0 else nl.add(acc, v)
+    return acc
+
+
+@nl.jit
+def avg_pool2d(x, kernel_size=(1, 1), stride=(1, 1), padding=(0, 0), count_include_pad=True, divisor=0):
+    """out (R, Ho, Wo): window sums of planes x (R, H, W) over ``divisor`` (when nonzero), the kernel
+    size (count_include_pad) or the window's elements inside the plane."""
+    R, H, W = x.shape
+    KH, KW = kernel_size
+    g = Geometry(H, W, KH, KW, stride, padding, (1, 1))
+    out = nl.ndarray((R, g.Ho, g.Wo), x.dtype, buffer=nl.shared_hbm)
+    for c0, cs in row_blocks(R):
+        for r0, nr, col0, nc in g.blocks(VECTOR_BLOCK, 4):
+            acc = _window_sum(g, g.window(x, c0, cs, r0, nr, col0, nc, "float32"), nr, nc, cs)
+            if divisor or count_include_pad:
+                res = nl.multiply(acc, 1.0 / (divisor or KH * KW))
+            else:
+                res = nl.divide(acc, _window_sum(g, _in_image(g, cs, r0, nr, col0, nc), nr, nc, cs))
+            nl.store(out[c0:c0 + cs, r0:r0 + nr, col0:col0 + nc], nl.copy(res, dtype=out.dtype))
+    return out
+
+
+@nl.jit
+def avg_pool2d_backward(grad, input_hw=(1, 1), kernel_size=(1, 1), stride=(1, 1), padding=(0, 0),
+                        count_include_pad=True, divisor=0):
+    """grad_input (R, H, W): each output's gradient over its divisor, added at every tap of its window."""
+    R, Ho, Wo = grad.shape
+    H, W = input_hw
+    KH, KW = kernel_size
+    g = Geometry(H, W, KH, KW, stride, padding, (1, 1))
+    CH, CW = _canvas_shape(g)
+    if CH * CW * 4 > CANVAS_BUDGET:
+        raise ValueError(f"the padded plane ({CH}x{CW}) exceeds {CANVAS_BUDGET} bytes per partition")
+    gin = nl.ndarray((R, H, W), grad.dtype, buffer=nl.shared_hbm)
+    for c0, cs in row_blocks(R):
+        canvas = nl.zeros((cs, CH, CW), "float32", bufs=1)
+        for r0, nr, col0, nc in g.blocks(VECTOR_BLOCK, 4):
+            gt = nl.load(grad[c0:c0 + cs, r0:r0 + nr, col0:col0 + nc], dtype="float32")
+            if divisor or count_include_pad:
+                share = nl.multiply(gt, 1.0 / (divisor or KH * KW))
+            else:
+                share = nl.divide(gt, _window_sum(g, _in_image(g, cs, r0, nr, col0, nc), nr, nc, cs))
+            for t in range(KH * KW):
+                view = _canvas_tap(canvas, g, t // KW, t % KW, r0, nr, col0, nc)
+                view[...] = nl.add(view, share)
+        nl.store(gin[c0:c0 + cs, :, :], nl.copy(canvas[:, g.ph:g.ph + H, g.pw:g.pw + W], dtype=gin.dtype))
+    return gin
+
+
+def _row_blocks_of(H, per_row):
+    return row_blocks(H, max(1, VECTOR_BLOCK // max(per_row, 1)))
+
+
+@nl.jit
+def upsample_nearest(x, factor=(1, 1)):
+    """out (R, H fh, W fw): each element of planes x (R, H, W) repeated over an fh x fw block, one
+    strided VectorE copy per position in the block."""
+    R, H, W = x.shape
+    fh, fw = factor
+    out = nl.ndarray((R, H * fh, W * fw), x.dtype, buffer=nl.shared_hbm)
+    for c0, cs in row_blocks(R):
+        for h0, hs in _row_blocks_of(H, W * fh * fw):
+            t = nl.load(x[c0:c0 + cs, h0:h0 + hs, :])
+            o = nl.ndarray((cs, hs * fh, W * fw), x.dtype)
+            for a in range(fh):
+                for b in range(fw):
+                    o[:, a:hs * fh:fh, b:W * fw:fw] = nl.copy(t)
+            nl.store(out[c0:c0 + cs, h0 * fh:(h0 + hs) * fh, :], o)
+    return out
+
+
+@nl.jit
+def upsample_nearest_backward(grad, factor=(1, 1)):
+    """grad_input (R, H, W): each fh x fw block of grad (R, H fh, W fw) summed, a strided add per position."""
+    R, Hf, Wf = grad.shape
+    fh, fw = factor
+    H, W = Hf // fh, Wf // fw
+    gin = nl.ndarray((R, H, W), grad.dtype, buffer=nl.shared_hbm)
+    for c0, cs in row_blocks(R):
+        for h0, hs in _row_blocks_of(H, W * fh * fw):
+            t = nl.load(grad[c0:c0 + cs, h0 * fh:(h0 + hs) * fh, :], dtype="float32")
+            acc = nl.ndarray((cs, hs, W), "float32")
+            for a in range(fh):
+                for b in range(fw):
+                    v = t[:, a:hs * fh:fh, b:Wf:fw]
+                    acc[...] = nl.copy(v) if a == b == 0 else nl.add(acc, v)
+            nl.store(gin[c0:c0 + cs, h0:h0 + hs, :], nl.copy(acc, dtype=gin.dtype))
+    return gin

@@ -342,12 +342,51 @@ def _pool_params(c: Call, x):
     if c["ceil_mode"]:
         raise NotCovered("ceil_mode=True")
 
-    def pair(v, default=None):
+    def pair(v, default=(1,)):
         v = list(v) if v else list(default)
         return tuple(int(e) for e in (v * 2 if len(v) == 1 else v))
     k = pair(c["kernel_size"])
-    return {"kernel_size": k, "stride": pair(c["stride"], k), "padding": pair(c["padding"]),
-            "dilation": pair(c["dilation"])}
+    return {"kernel_size": k, "stride": pair(c["stride"], k), "padding": pair(c["padding"], (0,)),
+            "dilation": pair(c.a.get("dilation"))}
+
+
+def _avg_pool_params(c: Call, x):
+    params = _pool_params(c, x)
+    del params["dilation"]
+    d = c["divisor_override"]
+    return dict(params, count_include_pad=bool(c["count_include_pad"]), divisor=int(d) if d else 0)
+
+
+def _bind_avg_pool(c: Call):
+    x = c.tensor("self")
+    return [c.launch((x,), _avg_pool_params(c, x))]
+
+
+def _bind_avg_pool_backward(c: Call):
+    g, x = c.tensor("grad_output"), c.tensor("self")
+    return [c.launch((g,), dict(_avg_pool_params(c, x), input_shape=tuple(x.shape)))]
+
+
+def _nearest_factor(c: Call, in_hw, out_hw):
+    """The integer (fh, fw) of an upsampling that repeats each element; CPU's scales, when given, must agree."""
+    factor = []
+    for n_in, n_out, name in zip(in_hw, out_hw, ("scales_h", "scales_w")):
+        scale = c[name]
+        if n_in <= 0 or n_out % n_in or (scale is not None and float(scale) != n_out // n_in):
+            raise NotCovered(f"{n_in} -> {n_out} ({name}={scale}): the kernel repeats by integer factors")
+        factor.append(n_out // n_in)
+    return {"factor": tuple(factor)}
+
+
+def _bind_upsample_nearest(c: Call):
+    x = c.tensor("self", 4)
+    return [c.launch((x,), _nearest_factor(c, tuple(x.shape[-2:]), tuple(int(v) for v in c["output_size"])))]
+
+
+def _bind_upsample_nearest_backward(c: Call):
+    g = c.tensor("grad_output", 4)
+    in_hw = tuple(int(v) for v in c["input_size"])[-2:]
+    return [c.launch((g,), _nearest_factor(c, in_hw, tuple(int(v) for v in c["output_size"])))]
 
 
 def _bind_max_pool(c: Call):
@@ -774,6 +813,10 @@ FAMILY_BINDERS = {
     "flip": _bind_flip,
     "cumsum": _bind_cumsum,
     "max_pool": _bind_max_pool,
+    "avg_pool": _bind_avg_pool,
+    "avg_pool_backward": _bind_avg_pool_backward,
+    "upsample_nearest": _bind_upsample_nearest,
+    "upsample_nearest_backward": _bind_upsample_nearest_backward,
     "max_pool_backward": _bind_max_pool_backward,
     "batch_norm_backward": _bind_batch_norm_backward,
     "group_norm": _bind_group_norm,
