@@ -287,6 +287,29 @@ def batch_norm_backward(grad, x, mean, invstd, weight=None):
                       lambda o: (_from_channel_major(o[0], xs), o[1].reshape(C), o[2].reshape(C)))
 
 
+def _rows_of(x, dim):
+    """``dim`` first, the rest flattened: (view (R, K), the moved shape)."""
+    xs = _shape(x)
+    moved = (xs[dim],) + tuple(s for k, s in enumerate(xs) if k != dim)
+    return _re(_move_first(x, dim), (moved[0], int(np.prod(moved[1:])))), moved
+
+
+def weight_norm(v, g, dim=0):
+    """torch._weight_norm_interface: norms over every dim but ``dim`` (made the rows); (w, norms)."""
+    v2, moved = _rows_of(v, dim)
+    gshape = _shape(g)
+    return KernelCall(K.weight_norm, (v2, _re(g, (moved[0], 1))), {},
+                      lambda o: (np.moveaxis(o[0].reshape(moved), 0, dim), o[1].reshape(gshape)))
+
+
+def weight_norm_backward(grad_w, v, g, norms, dim=0):
+    v2, moved = _rows_of(v, dim)
+    g2, _ = _rows_of(grad_w, dim)
+    gshape = _shape(g)
+    return KernelCall(K.weight_norm_backward, (g2, v2, _re(g, (moved[0], 1)), _re(norms, (moved[0], 1))), {},
+                      lambda o: (np.moveaxis(o[0].reshape(moved), 0, dim), o[1].reshape(gshape)))
+
+
 def _group_rows(v, N, G):
     """A per-channel parameter (C,) as each (sample, group) row's channels (N x G, C / G)."""
     if v is None:

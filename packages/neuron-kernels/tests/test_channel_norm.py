@@ -59,3 +59,20 @@ def test_group_norm_forward_and_backward(sizes):
     np.testing.assert_allclose(gx, want.reshape(N, C, L), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(gw, (g * xhat.reshape(N, C, L)).sum((0, 2)), rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(gb, g.sum((0, 2)), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("dim", [0, 2])
+def test_weight_norm_forward_and_backward(dim):
+    v = r.standard_normal((6, 5, 2100)).astype(np.float32)
+    g = (r.uniform(0.5, 1.5, v.shape[dim]).astype(np.float32)).reshape([-1 if k == dim else 1 for k in range(3)])
+    axes = tuple(k for k in range(3) if k != dim)
+    w, norms = lookup("aten::_weight_norm_interface", "float32").run(v, g, dim=dim)
+    v64 = v.astype(np.float64)
+    n = np.sqrt((v64 * v64).sum(axes, keepdims=True))
+    np.testing.assert_allclose(norms, n.reshape(g.shape), rtol=1e-5)
+    np.testing.assert_allclose(w, v64 * g / n, rtol=1e-4, atol=1e-5)
+    gw = r.standard_normal(v.shape).astype(np.float32)
+    gv, gg = lookup("aten::_weight_norm_interface_backward", "float32").run(gw, v, g, norms, dim=dim)
+    dot = (gw * v64).sum(axes, keepdims=True)
+    np.testing.assert_allclose(gg, (dot / n).reshape(g.shape), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gv, g / n * (gw - v64 * dot / n ** 2), rtol=1e-4, atol=1e-4)

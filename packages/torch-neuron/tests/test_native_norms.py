@@ -89,3 +89,26 @@ def test_batch_norm_without_running_statistics_and_weight_standardisation():
                        eps=1e-8).reshape_as(w)
     torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
     assert torch_neuron.get_executed_ops()[BN] == {"native": 1, "fallback": 0}
+
+
+@pytest.mark.parametrize("dim", [0, 2])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_weight_norm_forward_and_backward(dim, dtype):
+    # nn.utils.weight_norm over dim 0 (a linear layer's rows) and dim 2 (a positional convolution's taps)
+    torch.manual_seed(0)
+    v = torch.randn(6, 5, 7).to(dtype)
+    g = torch.rand([6, 5, 7][dim]).reshape([-1 if k == dim else 1 for k in range(3)]).to(dtype) + 0.5
+    gw = torch.randn(6, 5, 7).to(dtype)
+
+    def run(dev):
+        vv, gg = v.to(dev).requires_grad_(), g.to(dev).requires_grad_()
+        w = torch._weight_norm(vv, gg, dim)
+        w.backward(gw.to(dev))
+        return w, vv.grad, gg.grad
+    torch_neuron.clear_op_tracking()
+    torch_neuron.clear_device_numerics_stats()
+    for a, e in zip(run(DEV), run("cpu")):
+        torch.testing.assert_close(a.cpu().float(), e.float(), **TOL[dtype])
+    ops = torch_neuron.get_executed_ops()
+    for op in ("aten::_weight_norm_interface", "aten::_weight_norm_interface_backward"):
+        assert ops[op] == {"native": 1, "fallback": 0}, (op, ops.get(op))

@@ -2,7 +2,8 @@
 """The kernel library: tile-language kernels for the hot ATen ops."""
 
 from .attention import sdpa_bwd, sdpa_fwd
-from .channel_norm import batch_norm, batch_norm_backward, group_norm, group_norm_backward
+from .channel_norm import (batch_norm, batch_norm_backward, group_norm, group_norm_backward, weight_norm,
+                           weight_norm_backward)
 from .conv import conv2d, conv2d_grad_input, conv2d_grad_weight
 from .elementwise import activation_backward, binary, binary_scalar, unary
 from .cross_entropy import cross_entropy
@@ -23,4 +24,5 @@ __all__ = ["sdpa_bwd", "sdpa_fwd", "activation_backward", "binary", "binary_scal
            "softmax", "softmax_backward", "embedding_backward", "nll_loss", "nll_loss_backward", "arange",
            "cat", "fill", "norms", "pointwise", "triangle", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "take_rows", "gather_last", "scatter_last", "index_add_rows", "batch_norm", "batch_norm_backward", "group_norm",
            "group_norm_backward", "row_norms", "topk_rows", "max_pool2d", "max_pool2d_backward", "reverse_last",
-           "cumsum_last", "avg_pool2d", "avg_pool2d_backward", "upsample_nearest", "upsample_nearest_backward"]
+           "cumsum_last", "avg_pool2d", "avg_pool2d_backward", "upsample_nearest", "upsample_nearest_backward",
+           "weight_norm", "weight_norm_backward"]

@@ -215,3 +215,48 @@ def group_norm_backward(grad, x, mean, rstd, weight=None, channels=1, samples=1)
                 _isa.nc_matmul(acc, ones[:ns, :], nl.load(flat[n0:n0 + ns, c0:c0 + cs]), accumulate=True)
             nl.store(dst[:, c0:c0 + cs], nl.copy(acc))
     return gx, gw, gb
+
+
+def _row_sum(chunks_a, chunks_b, rs, square=False):
+    """Per row, the sum of a * b (or a * a) over the row's chunks, (rs, 1) fp32."""
+    s = nl.zeros((rs, 1), "float32")
+    for (_, a), (_, b) in zip(chunks_a(), chunks_b()):
+        s[...] = nl.add(s, nl.sum(nl.multiply(a, b), axis=1))
+    return s
+
+
+@nl.jit
+def weight_norm(v, g):
+    """(w, norms) of torch's weight norm for rows of v (R, K) and magnitudes g (R, 1): w = v g / ||v_row||."""
+    R, K = v.shape
+    w = nl.ndarray((R, K), v.dtype, buffer=nl.shared_hbm)
+    norms = nl.ndarray((R, 1), "float32", buffer=nl.shared_hbm)
+    for r0, rs in row_blocks(R):
+        vs = _chunks(v, r0, rs, K)
+        norm = nl.sqrt(_row_sum(vs, vs, rs))
+        scale = nl.divide(nl.load(g[r0:r0 + rs, :], dtype="float32"), norm)
+        for c0, t in vs():
+            nl.store(w[r0:r0 + rs, c0:c0 + t.shape[1]], nl.multiply(t, scale, dtype=w.dtype))
+        nl.store(norms[r0:r0 + rs, :], norm)
+    return w, norms
+
+
+@nl.jit
+def weight_norm_backward(grad_w, v, g, norms):
+    """(grad_v, grad_g) of weight_norm: grad_g = sum(grad_w v) / n and
+    grad_v = g / n (grad_w - v sum(grad_w v) / n^2), per row."""
+    R, K = v.shape
+    gv = nl.ndarray((R, K), v.dtype, buffer=nl.shared_hbm)
+    gg = nl.ndarray((R, 1), "float32", buffer=nl.shared_hbm)
+    for r0, rs in row_blocks(R):
+        vs, gs = _chunks(v, r0, rs, K), _chunks(grad_w, r0, rs, K)
+        n = nl.load(norms[r0:r0 + rs, :], dtype="float32")
+        dot = _row_sum(gs, vs, rs)
+        nl.store(gg[r0:r0 + rs, :], nl.divide(dot, n))
+        a = nl.divide(nl.load(g[r0:r0 + rs, :], dtype="float32"), n)         # g / n
+        b = nl.multiply(nl.divide(nl.divide(dot, n), n), nl.multiply(a, -1.0))   # -(g / n) dot / n^2
+        for (c0, t), (_, gw) in zip(vs(), gs()):
+            lin = nl.ndarray(t.shape, "float32")
+            _isa.tensor_scalar(lin, t, "multiply", b)
+            nl.store(gv[r0:r0 + rs, c0:c0 + t.shape[1]], nl.add(lin, nl.multiply(gw, a), dtype=gv.dtype))
+    return gv, gg

@@ -699,6 +699,25 @@ def _bind_group_norm_backward(c: Call):
     return [c.launch((g, x, AsFloat(mean), AsFloat(rstd), w), sizes, targets=(0, 1, 2))]
 
 
+def _weight_norm_dim(c: Call, v, g):
+    if v.dim() == 0 or g.numel() != v.shape[int(c["dim"]) % v.dim()]:
+        raise NotCovered(f"g of {g.numel()} elements for v {tuple(v.shape)} and dim={c['dim']}")
+    return {"dim": int(c["dim"]) % v.dim()}
+
+
+def _bind_weight_norm(c: Call):
+    v, g = c.tensor("v"), c.operand(c["g"], "g", dtype=_PARAM_DTYPES)
+    return [c.launch((v, g), _weight_norm_dim(c, v, g), targets=(0, 1))]
+
+
+def _bind_weight_norm_backward(c: Call):
+    gw, v = c.tensor("grad_w"), c.tensor("saved_v")
+    g, n = (c.operand(c[k], k, dtype=_PARAM_DTYPES) for k in ("saved_g", "saved_norms"))
+    if gw.shape != v.shape or n.numel() != g.numel():
+        raise NotCovered(f"grad_w {tuple(gw.shape)}, saved_v {tuple(v.shape)}")
+    return [c.launch((gw, v, g, AsFloat(n)), _weight_norm_dim(c, v, g), targets=(0, 1))]
+
+
 # -- losses and backward passes -------------------------------------------------------------------
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
@@ -813,6 +832,8 @@ FAMILY_BINDERS = {
     "flip": _bind_flip,
     "cumsum": _bind_cumsum,
     "max_pool": _bind_max_pool,
+    "weight_norm": _bind_weight_norm,
+    "weight_norm_backward": _bind_weight_norm_backward,
     "avg_pool": _bind_avg_pool,
     "avg_pool_backward": _bind_avg_pool_backward,
     "upsample_nearest": _bind_upsample_nearest,
