@@ -619,6 +619,53 @@ def upsample_nearest_backward(grad, factor=(1, 1)):
                       lambda o: o.reshape(lead + o.shape[-2:]))
 
 
+def bilinear_weights(n_in, n_out, align_corners, scale=None):
+    """(n_out, n_in) float32: PyTorch's bilinear source weights along one axis (area_pixel_compute_source_index:
+    align_corners maps the end pixels' centres onto each other, else half-pixel centres clamped at 0; a
+    given ``scale`` (scales_h / scales_w) replaces n_in / n_out)."""
+    a = np.zeros((n_out, n_in), np.float32)
+    if align_corners:
+        step = (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    else:
+        step = 1.0 / scale if scale else n_in / n_out
+    for o in range(n_out):
+        src = o * step if align_corners else max((o + 0.5) * step - 0.5, 0.0)
+        i0 = min(int(np.floor(src)), n_in - 1)
+        i1 = min(i0 + 1, n_in - 1)
+        lam = src - i0
+        a[o, i0] += 1.0 - lam
+        a[o, i1] += lam
+    return a
+
+
+def _bilinear_matrices(in_hw, out_hw, align_corners, scales, transpose):
+    mats = [bilinear_weights(i, o, align_corners, s) for i, o, s in zip(in_hw, out_hw, scales)]
+    # forward: left_t = A_h.T (H, Ho), right = A_w.T (W, Wo); backward: A_h (Ho, H), A_w (Wo, W)
+    return tuple(m if transpose else np.ascontiguousarray(m.T) for m in mats)
+
+
+def upsample_bilinear(x, output_size=(1, 1), align_corners=False, scales=(None, None)):
+    """aten::upsample_bilinear2d as out = A_h @ x @ A_w.T per plane (``resample``), the interpolation
+    weights constant matrices."""
+    x3, lead = _planes(x)
+    in_hw = _shape(x)[-2:]
+    if isinstance(x, TensorSpec):
+        mats = (TensorSpec((in_hw[0], output_size[0]), "float32"), TensorSpec((in_hw[1], output_size[1]), "float32"))
+    else:
+        mats = _bilinear_matrices(in_hw, output_size, align_corners, scales, False)
+    return KernelCall(K.resample, (x3,) + mats, {}, lambda o: o.reshape(lead + tuple(output_size)))
+
+
+def upsample_bilinear_backward(grad, input_size=(), align_corners=False, scales=(None, None)):
+    g3, _ = _planes(grad)
+    out_hw, in_hw = _shape(grad)[-2:], tuple(input_size[-2:])
+    if isinstance(grad, TensorSpec):
+        mats = (TensorSpec((out_hw[0], in_hw[0]), "float32"), TensorSpec((out_hw[1], in_hw[1]), "float32"))
+    else:
+        mats = _bilinear_matrices(in_hw, out_hw, align_corners, scales, True)
+    return KernelCall(K.resample, (g3,) + mats, {}, lambda o: o.reshape(tuple(input_size)))
+
+
 def topk(x, k=1, dim=-1, largest=True, keepdim=True):
     """torch.topk (and max.dim / min.dim with k = 1): ``dim`` moved last; (values, int64 indices).
     Without ``keepdim`` (max.dim) the picked dim is dropped."""

@@ -74,3 +74,33 @@ def test_a_convolution_is_timed_from_its_schedule_and_taps_cost_tensor_engine_ti
     dw_ns, dw_eng = e.estimate_engines_ns([(8, 128, 14, 14), (128, 1, 3, 3), (128,)], "bfloat16",
                                           **dict(kw, groups=128))
     assert dw_eng[0] == 0 and dw_eng[1] > 0    # depthwise: VectorE only
+
+
+def _bilinear_reference(x, out_hw, align_corners):
+    """Four-tap bilinear interpolation written out, in float64."""
+    H, W = x.shape[-2:]
+    out = np.zeros(x.shape[:-2] + tuple(out_hw))
+
+    def src(o, n_in, n_out):
+        if align_corners:
+            return o * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        return max((o + 0.5) * n_in / n_out - 0.5, 0.0)
+    for i in range(out_hw[0]):
+        for j in range(out_hw[1]):
+            si, sj = src(i, H, out_hw[0]), src(j, W, out_hw[1])
+            i0, j0 = min(int(si), H - 1), min(int(sj), W - 1)
+            i1, j1 = min(i0 + 1, H - 1), min(j0 + 1, W - 1)
+            a, b = si - i0, sj - j0
+            out[..., i, j] = ((1 - a) * (1 - b) * x[..., i0, j0] + (1 - a) * b * x[..., i0, j1]
+                              + a * (1 - b) * x[..., i1, j0] + a * b * x[..., i1, j1])
+    return out
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("shapes", [((2, 3, 8, 8), (16, 12)), ((1, 1, 130, 5), (140, 3))], ids=str)
+def test_bilinear_resampling_matches_four_tap_interpolation(shapes, align_corners):
+    shape, out_hw = shapes
+    x = r.standard_normal(shape).astype(np.float32)
+    got = lookup("aten::upsample_bilinear2d", "float32").run(x, output_size=out_hw, align_corners=align_corners)
+    np.testing.assert_allclose(got, _bilinear_reference(x.astype(np.float64), out_hw, align_corners),
+                               rtol=1e-4, atol=1e-4)

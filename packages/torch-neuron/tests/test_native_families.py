@@ -341,6 +341,11 @@ OTHER = {
     "aten::upsample_nearest2d": (lambda a: F.interpolate(a[None, None], scale_factor=(2, 3), mode="nearest"), "f"),
     "aten::upsample_nearest2d_backward": (
         lambda a: _grad(lambda x: F.interpolate(x[None, None], size=(x.shape[0] * 3, x.shape[1] * 2)) * 3, a)[0], "f"),
+    "aten::upsample_bilinear2d": (lambda a: torch.cat([
+        F.interpolate(a[None, None], size=(7, 150), mode="bilinear").flatten(),
+        F.interpolate(a[None, None], scale_factor=1.5, mode="bilinear", align_corners=True).flatten()]), "f"),
+    "aten::upsample_bilinear2d_backward": (
+        lambda a: _grad(lambda x: F.interpolate(x[None, None], size=(9, 33), mode="bilinear") * 3, a)[0], "f"),
     "aten::topk": (lambda a: torch.cat([torch.topk(a, 3, dim=-1)[0].flatten(), torch.topk(a, 3, dim=-1)[1].flatten(),
                                         torch.topk(a, 2, 0, largest=False)[0].flatten(),
                                         torch.topk(a, 2, 0, largest=False)[1].flatten()]).to(a.dtype), "d"),

@@ -14,7 +14,7 @@ from .pointwise import norms, pointwise, row_norms
 from .matmul import bmm, linear, matmul
 from .norm import layer_norm, norm_backward, rms_norm
 from .optim import adamw
-from .pool import (avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backward, upsample_nearest,
+from .pool import (avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backward, resample, upsample_nearest,
                    upsample_nearest_backward)
 from .reduction import reduce, topk_rows
 from .softmax import log_softmax, softmax, softmax_backward
@@ -25,4 +25,4 @@ __all__ = ["sdpa_bwd", "sdpa_fwd", "activation_backward", "binary", "binary_scal
            "cat", "fill", "norms", "pointwise", "triangle", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "take_rows", "gather_last", "scatter_last", "index_add_rows", "batch_norm", "batch_norm_backward", "group_norm",
            "group_norm_backward", "row_norms", "topk_rows", "max_pool2d", "max_pool2d_backward", "reverse_last",
            "cumsum_last", "avg_pool2d", "avg_pool2d_backward", "upsample_nearest", "upsample_nearest_backward",
-           "weight_norm", "weight_norm_backward"]
+           "weight_norm", "weight_norm_backward", "resample"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .. import language as nl
 from ..language import isa as _isa
-from ._tiling import row_blocks
+from ._tiling import P, row_blocks
 from .conv import CANVAS_BUDGET, VECTOR_BLOCK, Geometry, _canvas_shape, _canvas_tap
 
 _EXACT = 2 ** 24     # positions pass through fp32
@@ -196,3 +196,41 @@ def upsample_nearest_backward(grad, factor=(1, 1)):
                     acc[...] = nl.copy(v) if a == b == 0 else nl.add(acc, v)
             nl.store(gin[c0:c0 + cs, h0:h0 + hs, :], nl.copy(acc, dtype=gin.dtype))
     return gin
+
+
+@nl.jit
+def resample(x, left_t, right):
+    """out[p] = left_t.T @ x[p] @ right for planes x (R, H, W), left_t (H, Ho), right (W, Wo): a separable
+    linear resampling (bilinear interpolation and its backward, whose matrices are the interpolation
+    weights). Columns first for all planes at once (x's rows DMA-transposed, the contraction over W),
+    through an HBM scratch, then rows plane by plane (the contraction over H)."""
+    R, H, W = x.shape
+    Ho, Wo = left_t.shape[1], right.shape[1]
+    cdt = "float32"
+    out = nl.ndarray((R, Ho, Wo), x.dtype, buffer=nl.shared_hbm)
+    mid = nl.ndarray((R * H, Wo), "float32", buffer=nl.shared_hbm)
+    rows = x.reshape(R * H, W)
+    wblocks = row_blocks(W)
+    rt = nl.ndarray((P, len(wblocks), Wo), cdt, bufs=1)
+    for j, (w0, ws) in enumerate(wblocks):
+        rt[:ws, j, :] = nl.load(right[w0:w0 + ws, :], dtype=cdt)
+    for r0, rs in row_blocks(R * H):
+        for n0, ns in row_blocks(Wo, 512):
+            acc = nl.ndarray((rs, ns), "float32", buffer=nl.psum)
+            for j, (w0, ws) in enumerate(wblocks):
+                xt = nl.load_transpose2d(rows[r0:r0 + rs, w0:w0 + ws], dtype=cdt)
+                nl.isa.nc_matmul(acc, xt, rt[:ws, j, n0:n0 + ns], accumulate=j > 0)
+            nl.store(mid[r0:r0 + rs, n0:n0 + ns], nl.copy(acc))
+    hblocks = row_blocks(H)
+    lt = nl.ndarray((P, len(hblocks), Ho), cdt, bufs=1)
+    for j, (h0, hs) in enumerate(hblocks):
+        lt[:hs, j, :] = nl.load(left_t[h0:h0 + hs, :], dtype=cdt)
+    for p in range(R):
+        for m0, ms in row_blocks(Ho):
+            for n0, ns in row_blocks(Wo, 512):
+                acc = nl.ndarray((ms, ns), "float32", buffer=nl.psum)
+                for j, (h0, hs) in enumerate(hblocks):
+                    y = nl.load(mid[p * H + h0:p * H + h0 + hs, n0:n0 + ns])
+                    nl.isa.nc_matmul(acc, lt[:hs, j, m0:m0 + ms], y, accumulate=j > 0)
+                nl.store(out[p, m0:m0 + ms, n0:n0 + ns], nl.copy(acc, dtype=out.dtype))
+    return out

@@ -389,6 +389,21 @@ def _bind_upsample_nearest_backward(c: Call):
     return [c.launch((g,), _nearest_factor(c, in_hw, tuple(int(v) for v in c["output_size"])))]
 
 
+def _bilinear_attrs(c: Call):
+    return {"align_corners": bool(c["align_corners"]),
+            "scales": tuple(None if c[n] is None else float(c[n]) for n in ("scales_h", "scales_w"))}
+
+
+def _bind_upsample_bilinear(c: Call):
+    x = c.tensor("self", 4)
+    return [c.launch((x,), dict(_bilinear_attrs(c), output_size=tuple(int(v) for v in c["output_size"])))]
+
+
+def _bind_upsample_bilinear_backward(c: Call):
+    g = c.tensor("grad_output", 4)
+    return [c.launch((g,), dict(_bilinear_attrs(c), input_size=tuple(int(v) for v in c["input_size"])))]
+
+
 def _bind_max_pool(c: Call):
     x = c.tensor("self")
     return [c.launch((x,), _pool_params(c, x), targets=(0, 1))]
@@ -837,6 +852,8 @@ FAMILY_BINDERS = {
     "avg_pool": _bind_avg_pool,
     "avg_pool_backward": _bind_avg_pool_backward,
     "upsample_nearest": _bind_upsample_nearest,
+    "upsample_bilinear": _bind_upsample_bilinear,
+    "upsample_bilinear_backward": _bind_upsample_bilinear_backward,
     "upsample_nearest_backward": _bind_upsample_nearest_backward,
     "max_pool_backward": _bind_max_pool_backward,
     "batch_norm_backward": _bind_batch_norm_backward,
