@@ -810,12 +810,13 @@ def conv(x, w, bias=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups
                       post)
 
 
-def conv_grad_input(grad, w, input_shape=(), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
-    """grad_input of ``conv`` for an input of ``input_shape``."""
+def conv_grad_input(grad, w, bias=None, input_shape=(), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+    """grad_input of ``conv`` for an input of ``input_shape``; with ``bias``, the transposed convolution
+    of ``grad`` (weight (C_in, C_out / groups, ...)) producing ``input_shape``."""
     gs = _shape(grad)
     g4, w4, s, p, d = _as_2d(grad, w, stride, padding, dilation)
     hw = tuple(input_shape[2:]) if len(input_shape) == 4 else (1, input_shape[2])
-    return KernelCall(K.conv2d_grad_input, (g4, w4),
+    return KernelCall(K.conv2d_grad_input, (g4, w4, bias),
                       {"input_hw": hw, "stride": s, "padding": p, "dilation": d, "groups": int(groups)},
                       _same if len(gs) == 4 else (lambda o: o.reshape(tuple(input_shape))))
 

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Convolutions on neuron run their tile kernels (forward, grad_input, grad_weight and
 grad_bias) and match CPU, in fp32 and bf16, under device numerics: plain, padded, strided,
-dilated, grouped, depthwise, 1-D, patch embeddings, several channel blocks, and without bias."""
+dilated, grouped, depthwise, 1-D, patch embeddings, several channel blocks, without bias, and
+transposed."""
 
 import copy
 
@@ -79,17 +80,47 @@ def test_convolution_backward_computes_only_the_gradients_asked_for(grads):
     assert ops[BWD] == {"native": 1, "fallback": 0}
 
 
-def test_transposed_convolution_runs_on_the_host_and_says_why():
-    torch_neuron.set_device_numerics(False)
-    x = torch.randn(2, 4, 5, 5)
-    w = torch.randn(4, 3, 3, 3)
-    want = F.conv_transpose2d(x, w, stride=2)
+TRANSPOSED = {
+    "strided": ((2, 4, 5, 5), (4, 3, 3, 3), {"stride": 2}),
+    "padded_output_padding": ((2, 4, 6, 5), (4, 6, 3, 2), {"stride": (2, 3), "padding": 1, "output_padding": (1, 2)}),
+    "grouped_dilated": ((1, 4, 7, 7), (4, 3, 3, 3), {"groups": 2, "dilation": 2, "padding": 2}),
+    "conv1d": ((2, 3, 9), (3, 5, 4), {"stride": 2, "padding": 1}),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", sorted(TRANSPOSED))
+def test_transposed_convolution_runs_its_kernels(case, dtype):
+    xs, ws, kw = TRANSPOSED[case]
+    fn = F.conv_transpose1d if len(xs) == 3 else F.conv_transpose2d
+    g = torch.Generator().manual_seed(0)
+    x, w, b = torch.randn(xs, generator=g).to(dtype), torch.randn(ws, generator=g).to(dtype), \
+        torch.randn(ws[1] * kw.get("groups", 1), generator=g).to(dtype)
+
+    def grads_of(dev):
+        leaves = [t.detach().to(dev).requires_grad_() for t in (x, w, b)]
+        y = fn(*leaves, **kw)
+        y.backward(torch.randn(y.shape, generator=torch.Generator().manual_seed(1)).to(dtype).to(dev))
+        return [y] + [t.grad for t in leaves]
+    want = grads_of("cpu")
     torch_neuron.clear_op_tracking()
-    got = F.conv_transpose2d(x.to(DEV), w.to(DEV), stride=2)
+    for name, a, e in zip(("output", "grad_input", "grad_weight", "grad_bias"), grads_of(DEV), want):
+        torch.testing.assert_close(a.cpu().float(), e.float(), **TOL[dtype], msg=name)
+    ops = torch_neuron.get_executed_ops()
+    assert ops[FWD] == {"native": 1, "fallback": 0} and ops[BWD] == {"native": 1, "fallback": 0}, ops
+
+
+def test_a_three_d_convolution_runs_on_the_host_and_says_why():
+    torch_neuron.set_device_numerics(False)
+    x = torch.randn(1, 2, 4, 4, 4)
+    w = torch.randn(3, 2, 2, 2, 2)
+    want = F.conv3d(x, w)
+    torch_neuron.clear_op_tracking()
+    got = F.conv3d(x.to(DEV), w.to(DEV))
     torch.testing.assert_close(got.cpu(), want)
     assert torch_neuron.get_executed_ops()[FWD] == {"native": 0, "fallback": 1}
     reasons = [r for (op, _, _), r in torch_neuron.native.estimate.native_rejections().items() if op == FWD]
-    assert any("transposed" in r for r in reasons), reasons
+    assert any("5-D" in r for r in reasons), reasons
 
 
 def test_a_small_conv_net_trains_natively_and_matches_cpu():

@@ -170,8 +170,9 @@ def _canvas_tap(canvas, g, kh, kw, r0, nr, col0, nc):
 
 
 @nl.jit
-def conv2d_grad_input(grad, w, input_hw=(1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
-    """grad_input[B, C, H, W] of conv2d from grad[B, O, Ho, Wo] and w[O, C / groups, KH, KW]."""
+def conv2d_grad_input(grad, w, bias=None, input_hw=(1, 1), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+    """grad_input[B, C, H, W] of conv2d from grad[B, O, Ho, Wo] and w[O, C / groups, KH, KW]; with ``bias`` (C,)
+    added, the transposed convolution of grad."""
     B, O, Ho, Wo = grad.shape
     _, Cg, KH, KW = w.shape
     H, W = input_hw
@@ -197,7 +198,7 @@ def conv2d_grad_input(grad, w, input_hw=(1, 1), stride=(1, 1), padding=(0, 0), d
                     for t in range(T):
                         view = _canvas_tap(canvas, g, t // KW, t % KW, r0, nr, col0, nc)
                         view[...] = nl.add(view, nl.multiply(gt, wt[:, t:t + 1]))
-                _store_canvas(gin, b, c0, cs, canvas, g)
+                _store_canvas(gin, b, c0, cs, canvas, g, bias)
         return gin
     Og = O // groups
     cdt = _operand_dtype(grad.dtype)
@@ -224,13 +225,17 @@ def conv2d_grad_input(grad, w, input_hw=(1, 1), stride=(1, 1), padding=(0, 0), d
                             _isa.nc_matmul(ps, wt[:os_, j, :, t], gt)
                             view = _canvas_tap(canvas, g, t // KW, t % KW, r0, nr, col0, nc)
                             view[...] = nl.add(view, ps)
-                _store_canvas(gin, b, grp * Cg + c0, cs, canvas, g)
+                _store_canvas(gin, b, grp * Cg + c0, cs, canvas, g, bias)
     return gin
 
 
-def _store_canvas(gin, b, c0, cs, canvas, g):
+def _store_canvas(gin, b, c0, cs, canvas, g, bias=None):
     inner = canvas[:, g.ph:g.ph + g.H, g.pw:g.pw + g.W]
-    nl.store(gin[b, c0:c0 + cs, :, :], nl.copy(inner, dtype=gin.dtype))
+    if bias is not None:
+        bt = nl.load(bias.reshape(bias.shape[0], 1)[c0:c0 + cs, :], dtype="float32")
+        nl.store(gin[b, c0:c0 + cs, :, :], nl.add(inner, bt, dtype=gin.dtype))
+    else:
+        nl.store(gin[b, c0:c0 + cs, :, :], nl.copy(inner, dtype=gin.dtype))
 
 
 @nl.jit

@@ -794,8 +794,6 @@ def _bind_embedding_backward(c: Call):
 
 # -- convolution ------------------------------------------------------------------------------------
 def _conv_attrs(c: Call, x):
-    if c["transposed"]:
-        raise NotCovered("a transposed convolution; the kernels compute direct ones")
     nd = x.dim() - 2
     params = {n: tuple(int(v) for v in c[n]) for n in ("stride", "padding", "dilation")}
     if any(len(v) != nd for v in params.values()):
@@ -804,11 +802,25 @@ def _conv_attrs(c: Call, x):
     return dict(params, groups=int(c["groups"]))
 
 
+def _transposed_shape(c: Call, x, w, attrs):
+    """The output shape of a transposed convolution (torch's formula); output_padding below the stride."""
+    op = tuple(int(v) for v in c["output_padding"])
+    if len(op) != x.dim() - 2 or any(o >= s for o, s in zip(op, attrs["stride"])):
+        raise NotCovered(f"output_padding={list(op)} for stride {list(attrs['stride'])}")
+    spatial = tuple((n - 1) * s - 2 * p + d * (k - 1) + o + 1 for n, k, s, p, d, o in zip(
+        x.shape[2:], w.shape[2:], attrs["stride"], attrs["padding"], attrs["dilation"], op))
+    return (x.shape[0], w.shape[1] * attrs["groups"]) + spatial
+
+
 def _bind_convolution(c: Call):
     x = c.tensor("input", (3, 4))
     w = c.tensor("weight", x.dim())
     b = c.tensor("bias", 1, optional=True)
-    return [c.launch((x, w, b), _conv_attrs(c, x))]
+    attrs = _conv_attrs(c, x)
+    if c["transposed"]:   # grad_input of the direct convolution whose weight this is, plus the bias
+        return [c.launch((x, w, b), dict(attrs, input_shape=_transposed_shape(c, x, w, attrs)),
+                         adapter="conv_grad_input")]
+    return [c.launch((x, w, b), attrs)]
 
 
 def _bind_convolution_backward(c: Call):
@@ -816,9 +828,21 @@ def _bind_convolution_backward(c: Call):
     x, w = c.tensor("input", g.dim()), c.tensor("weight", g.dim())
     attrs = _conv_attrs(c, x)
     grad_input, grad_weight, grad_bias = c["output_mask"]
+    if c["transposed"]:
+        # the roles swap: grad_input is the direct convolution of grad_output, grad_weight the direct
+        # convolution's weight gradient with input and grad_output exchanged, grad_bias a sum
+        launches = []
+        if grad_input:
+            launches.append(c.launch((g, w, None), attrs, targets=(0,), adapter="conv"))
+        if grad_weight:
+            launches.append(c.launch((x, g), dict(attrs, weight_shape=tuple(w.shape)), targets=(1, None)))
+        if grad_bias:
+            launches.append(c.launch((g,), {"dim": (0,) + tuple(range(2, g.dim())), "keepdim": False},
+                                     targets=(2,), adapter="sum_dim"))
+        return launches
     launches = []
     if grad_input:
-        launches.append(c.launch((g, w), dict(attrs, input_shape=tuple(x.shape)), targets=(0,),
+        launches.append(c.launch((g, w, None), dict(attrs, input_shape=tuple(x.shape)), targets=(0,),
                                  adapter="conv_grad_input"))
     if grad_weight or grad_bias:
         launches.append(c.launch((g, x), dict(attrs, weight_shape=tuple(w.shape)), targets=(1, 2)))
