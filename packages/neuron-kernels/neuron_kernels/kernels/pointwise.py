@@ -190,6 +190,20 @@ def pointwise(*args, expr=("x", 0), arity=1, shared=0, scalars=(), out_dtype="fl
     return tuple(outs) if len(outs) > 1 else outs[0]
 
 
+def _row_norm_part(x, r0, rs, ord):
+    """Per row of the block, (rs, 1): the sum of squares (ord 2), of absolute values (1) or their max (inf),
+    chunk by chunk on VectorE."""
+    part = None
+    for c0, cs in row_blocks(x.shape[1], FCHUNK):
+        t = _load(x[r0:r0 + rs, c0:c0 + cs])
+        if ord == float("inf"):
+            r = nl.max(nl.abs(t), axis=1)
+        else:
+            r = nl.sum(nl.square(t) if ord == 2.0 else nl.abs(t), axis=1)
+        part = r if part is None else (nl.maximum(part, r) if ord == float("inf") else nl.add(part, r))
+    return part
+
+
 @nl.jit
 def norms(*args, ord=2.0, out_dtype="float32"):
     """out_i = ||args[i]||_ord over all elements (ord 1, 2 or inf), each a (1, 1) tensor: a foreach norm
@@ -202,14 +216,7 @@ def norms(*args, ord=2.0, out_dtype="float32"):
         total = nl.zeros((1, 1), "float32", buffer=nl.psum)
         acc_max = None
         for r0, rs in row_blocks(R):
-            part = None
-            for c0, cs in row_blocks(C, FCHUNK):
-                t = _load(x[r0:r0 + rs, c0:c0 + cs])
-                if ord == float("inf"):
-                    r = nl.max(nl.abs(t), axis=1)
-                else:
-                    r = nl.sum(nl.square(t) if ord == 2.0 else nl.abs(t), axis=1)
-                part = r if part is None else (nl.maximum(part, r) if ord == float("inf") else nl.add(part, r))
+            part = _row_norm_part(x, r0, rs, ord)
             if ord == float("inf"):
                 # max over partitions: transpose the column onto one partition's free dimension
                 m = nl.max(nl.copy(nl.transpose(part)), axis=1)
@@ -234,14 +241,7 @@ def row_norms(x, ord=2.0, out_dtype="float32"):
     R, K = x.shape
     out = nl.ndarray((R, 1), out_dtype, buffer=nl.shared_hbm)
     for r0, rs in row_blocks(R):
-        acc = None
-        for c0, cs in row_blocks(K, FCHUNK):
-            t = _load(x[r0:r0 + rs, c0:c0 + cs])
-            if ord == float("inf"):
-                r = nl.max(nl.abs(t), axis=1)
-            else:
-                r = nl.sum(nl.square(t) if ord == 2.0 else nl.abs(t), axis=1)
-            acc = r if acc is None else (nl.maximum(acc, r) if ord == float("inf") else nl.add(acc, r))
+        acc = _row_norm_part(x, r0, rs, ord)
         if ord == 2.0:
             acc = nl.sqrt(acc)
         nl.store(out[r0:r0 + rs, :], nl.copy(acc, dtype=out_dtype))
