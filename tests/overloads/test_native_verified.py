@@ -116,3 +116,31 @@ def test_sample_of_the_list_verifies_on_a_models_own_arguments(llama_calls):
         assert any(llama_calls[k].call.raggedness() for k in keys) or any(
             d["ragged"] for d in data["overloads"][op]["dtypes"].values()), op
     assert not failures, "\n".join(failures)
+
+
+def test_topk_indices_are_checked_through_the_values_they_select(monkeypatch):
+    # a fresh router's equal scores: CPU's order among ties (libstdc++'s nth_element) is not torch's
+    # contract, the selected values are
+    call = RecordedCall.capture("aten::topk", [torch.full((16, 4), 0.5), 2, 1, True, True])
+    assert verify(call) == {"result": "pass"}
+    from neuron_kernels import adapters
+    real = adapters.topk
+
+    def shifted(*a, **kw):      # values right, indices pointing one past them
+        kc = real(*a, **kw)
+        return adapters.KernelCall(kc.kernel, kc.args, kc.kwargs, lambda o: (lambda v, i: (v, (i + 1) % 4))(
+            *kc.post(o)))
+    monkeypatch.setattr(adapters, "topk", shifted)
+    distinct = RecordedCall.capture("aten::topk", [torch.randn(16, 4), 2, 1, True, True])
+    res = verify(distinct)
+    assert res["result"] == "fail" and "result 1" in res["reason"], res
+
+
+def test_convolutions_are_replayed_against_cpus_convolution():
+    x, w, b = torch.randn(2, 3, 9, 7), torch.randn(4, 3, 3, 3), torch.randn(4)
+    fwd = RecordedCall.capture("aten::convolution_overrideable", [x, w, b, [1, 2], [1, 1], [1, 1], False, [0, 0], 1])
+    assert verify(fwd) == {"result": "pass"}
+    g = torch.randn(2, 4, 9, 4)
+    bwd = RecordedCall.capture("aten::convolution_backward_overrideable",
+                               [g, x, w, [1, 2], [1, 1], [1, 1], False, [0, 0], 1, [True, True, True]])
+    assert verify(bwd) == {"result": "pass"}
