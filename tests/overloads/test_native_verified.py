@@ -136,6 +136,11 @@ def test_topk_indices_are_checked_through_the_values_they_select(monkeypatch):
     assert res["result"] == "fail" and "result 1" in res["reason"], res
 
 
+def test_unsorted_topk_is_compared_in_sorted_order():
+    x = torch.randn(16, 9)
+    assert verify(RecordedCall.capture("aten::topk", [x, 3, 1, True, False])) == {"result": "pass"}
+
+
 def test_convolutions_are_replayed_against_cpus_convolution():
     x, w, b = torch.randn(2, 3, 9, 7), torch.randn(4, 3, 3, 3), torch.randn(4)
     fwd = RecordedCall.capture("aten::convolution_overrideable", [x, w, b, [1, 2], [1, 1], [1, 1], False, [0, 0], 1])

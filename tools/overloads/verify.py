@@ -49,15 +49,23 @@ CPU_REFERENCES = {
     "aten::convolution_backward_overrideable": _convolution_backward,
 }
 
-# torch documents no order among equal values for topk (CPU's follows libstdc++'s nth_element):
-# its indices are checked through the values they select, which must equal CPU's values exactly.
+# torch documents no order among equal values for topk (CPU's follows libstdc++'s nth_element),
+# nor any order with sorted=False: its indices are checked through the values they select, and
+# unsorted results after sorting both sides.
 UNORDERED_TIES = {"aten::topk", "aten::topk.values"}
 
 
 def _tie_free_indices(call, cargs, got, want):
     """(got, want) with topk's index results replaced by the input values they select."""
     x, dim = cargs[0], cargs[2] if len(cargs) > 2 else -1
-    return (got[0], torch.gather(x, dim, got[1].cpu())), (want[0], torch.gather(x, dim, want[1]))
+    ordered = cargs[4] if len(cargs) > 4 else True
+
+    def canonical(values, indices):
+        picked = torch.gather(x, dim, indices.cpu())
+        if not ordered:
+            values, picked = values.sort(dim).values, picked.sort(dim).values
+        return values, picked
+    return canonical(*got), canonical(*want)
 
 
 def _flat(v, out):

@@ -159,6 +159,9 @@ CASES = {
         x.max(0, keepdims=True), x.argmax(0)[None])),
     "aten::min.dim": ((X,), {"dim": -1, "largest": False, "keepdim": False}, lambda x, dim, largest, keepdim: (
         x.min(-1), x.argmin(-1))),
+    "aten::_index_put_impl": ((X, np.array([2, -1, 2], np.int64), Y[:3]), {"dim": 0, "alpha": 1.0},
+                              lambda x, i, v, dim, alpha: x + np.stack([np.zeros_like(v[0]), np.zeros_like(v[0]),
+                                                                        v[0] + v[2], v[1]])),
     "aten::gather": ((X, IDX[:4, :3, None] % 30 * np.ones((1, 1, 2), np.int64)), {"dim": 1},
                      lambda x, i, dim: np.take_along_axis(x[:, :, :2], i, dim)),
     "aten::cross_entropy_loss": ((X[0], TGT), {}, lambda x, t: -np.log(_sm(x, 1))[np.arange(30), t].mean()),

@@ -348,7 +348,8 @@ OTHER = {
         lambda a: _grad(lambda x: F.interpolate(x[None, None], size=(9, 33), mode="bilinear") * 3, a)[0], "f"),
     "aten::topk": (lambda a: torch.cat([torch.topk(a, 3, dim=-1)[0].flatten(), torch.topk(a, 3, dim=-1)[1].flatten(),
                                         torch.topk(a, 2, 0, largest=False)[0].flatten(),
-                                        torch.topk(a, 2, 0, largest=False)[1].flatten()]).to(a.dtype), "d"),
+                                        torch.topk(a, 2, 0, largest=False)[1].flatten(),
+                                        torch.topk(a, 4, -1, sorted=False)[0].sort(-1)[0].flatten()]).to(a.dtype), "d"),
     "aten::max.dim": (lambda a: torch.stack([a.max(-1)[0], a.max(-1)[1].to(a.dtype)]), "d"),
     "aten::min.dim": (lambda a: torch.cat([a.min(0, keepdim=True)[0], a.min(0, keepdim=True)[1].to(a.dtype)]), "d"),
     "aten::index.Tensor": (lambda a: a[torch.tensor([[1, -1, 0], [0, 1, -2]], device=a.device)], "f"),
@@ -356,6 +357,8 @@ OTHER = {
                                                   .reshape(a.shape[0], 6) % 3, a[:, :6] * 2), "f"),
     "aten::scatter.src": (lambda a: a.scatter(-1, (torch.arange(6, device=a.device) * 7 % a.shape[-1])
                                               .expand(a.shape[0], 6), a[:, 1:7] * 3), "f"),
+    "aten::_index_put_impl": (lambda a: _grad(lambda x: x[torch.tensor([1, -1, 0, 1, 1], device=x.device)] * 3,
+                                              a)[0], "f"),
     "aten::glu": (lambda a: F.glu(a, 0), "f"),
     "aten::glu_backward": (lambda a: _grad(lambda x: (F.glu(x, -1) * F.glu(x, -1).detach()).sum(), a)[0], "f"),
     "aten::index_add": (lambda a: a.index_add(0, torch.tensor([1, 0, 1, 1], device=a.device),
@@ -441,7 +444,8 @@ def test_data_movement_of_every_width_is_bit_exact(dtype, numerics):
     for fn, op in ((lambda x, y: torch.cat([x, y], 0), "aten::cat"), (lambda x, y: torch.cat([x, y], 1), "aten::cat"),
                    (lambda x, y: torch.stack([x, y], 1), "aten::cat"), (lambda x, y: x.clone().zero_(), "aten::zero_"),
                    (lambda x, y: x[torch.tensor([[5, -1], [129, 0]], device=x.device)], "aten::index.Tensor"),
-                   (lambda x, y: x[:, 3][torch.tensor([2, -130, 7], device=x.device)], "aten::index.Tensor")) + (
+                   (lambda x, y: x[:, 3][torch.tensor([2, -130, 7], device=x.device)], "aten::index.Tensor"),
+                   (lambda x, y: torch.cat([x[:0], y, x[:, :0].reshape(0)], 0), "aten::cat")) + (
                       ((lambda x, y: x.flip(0), "aten::flip"),) if dtype in (torch.bool, torch.uint8) else ()):
         torch_neuron.clear_device_numerics_stats()
         got = fn(a.to(DEV), b.to(DEV))
@@ -489,7 +493,7 @@ def test_int64_arange_and_its_host_policy(numerics):
 def test_every_family_row_is_checked():
     rows = {op for op, e in neuron_kernels.table().items()
             if e.columns.get("binder") in ("pointwise", "foreach", "foreach_norm", "vector_norm", "cat",
-                                           "fill", "arange", "index_select", "index", "gather", "scatter", "index_add", "glu", "glu_backward", "nll_loss", "nll_loss_backward",
+                                           "fill", "arange", "index_select", "index", "gather", "scatter", "index_add", "index_put", "glu", "glu_backward", "nll_loss", "nll_loss_backward",
                                            "softmax_backward", "embedding_backward", "triangle", "foreach_copy")
             or op in ("aten::max", "aten::min", "aten::any", "aten::any.dim", "aten::any.dims", "aten::all",
                           "aten::all.dim", "aten::all.dims")}

@@ -118,8 +118,9 @@ def embedding_backward(grad, indices, num_weights=1, padding_idx=-1):
 
 @nl.jit
 def index_add_rows(x, indices, src, alpha=1.0):
-    """out = x with out[indices[i], :] += alpha * src[i, :]: the rows' sum is embedding_backward's
-    one-hot x source matmul, accumulated in PSUM over source row blocks, then added to x's rows."""
+    """out = x with out[indices[i], :] += alpha * src[i, :] (a negative index counting from the end):
+    the rows' sum is embedding_backward's one-hot x source matmul, accumulated in PSUM over source
+    row blocks, then added to x's rows."""
     V, D = x.shape
     N = src.shape[0]
     mm_dt = "float32" if x.dtype == "float32" else "bfloat16"
@@ -129,6 +130,7 @@ def index_add_rows(x, indices, src, alpha=1.0):
             acc = nl.zeros((vs, ds), "float32", buffer=nl.psum)
             for r0, rs in row_blocks(N):
                 idx = nl.copy(nl.load(indices[r0:r0 + rs, :]), dtype="float32")
+                idx = nl.add(idx, nl.multiply(nl.less(idx, 0.0), float(V)))
                 onehot = nl.equal(nl.iota((rs, vs), "float32", base=v0), idx, dtype=mm_dt)
                 g = nl.load(src[r0:r0 + rs, d0:d0 + ds], dtype=mm_dt)
                 nl.isa.nc_matmul(acc, onehot, g, accumulate=True)

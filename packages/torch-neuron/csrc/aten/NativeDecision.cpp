@@ -112,9 +112,19 @@ bool build_signature(std::string& key, const OpInfo& info, c10::ScalarType dtype
     if (v.isTensor()) {
       if (!append_operand(key, v.toTensor(), is_out)) return false;
     } else if (v.isTensorList()) {
+      // An empty entry of a list (a cat's empty cache) is the binder's to judge: it is keyed by
+      // its shape like any entry.
       key += '[';
       for (const at::Tensor& t : v.toTensorList()) {
-        if (!append_operand(key, t, is_out)) return false;
+        if (t.defined() && t.numel() == 0 && !is_out) {
+          key += 'E';
+          append_tensor(key, t);
+          const auto sizes = t.sizes();
+          key += static_cast<char>(sizes.size());
+          key.append(reinterpret_cast<const char*>(sizes.data()), sizes.size() * sizeof(int64_t));
+        } else if (!append_operand(key, t, is_out)) {
+          return false;
+        }
       }
       key += ']';
     } else if (v.isList()) {

@@ -325,9 +325,7 @@ def _bind_topk(c: Call):
     if x.dim() == 0:
         raise NotCovered("0-dim input")
     d = int(c["dim"]) % x.dim()
-    if c.kind == "topk":
-        if not c["sorted"]:
-            raise NotCovered("sorted=False (CPU's unsorted order)")
+    if c.kind == "topk":      # sorted=False leaves the order open: sorted is one
         attrs = {"k": int(c["k"]), "largest": bool(c["largest"]), "keepdim": True}
     else:
         attrs = {"k": 1, "largest": c.kind == "max", "keepdim": bool(c["keepdim"])}
@@ -446,7 +444,7 @@ def _same_dtype(c, ts, name):
 def _bind_cat(c: Call):
     ts = [t for t in c["tensors"]]
     _same_dtype(c, ts, "tensors")
-    ts = [t for t in ts if not (t.dim() == 1 and t.numel() == 0)]   # legacy empty parts are skipped
+    ts = [t for t in ts if t.numel()]    # empty parts (legacy 1-D ones, an empty cache) add nothing
     if not ts or any(t.dim() == 0 for t in ts):
         raise NotCovered("0-dim or no parts")
     d = int(c["dim"]) % ts[0].dim()
@@ -733,6 +731,21 @@ def _bind_weight_norm_backward(c: Call):
     return [c.launch((gw, v, g, AsFloat(n)), _weight_norm_dim(c, v, g), targets=(0, 1))]
 
 
+def _bind_index_put(c: Call):
+    """x[idx] += values with one integer index tensor on dim 0 (index's backward): index_add's kernel.
+    Without accumulate, repeated indices leave the result to the order of the writes: host."""
+    x, values = c.tensor("self"), c.tensor("values")
+    if not c["accumulate"]:
+        raise NotCovered("accumulate=False (with repeated indices the last write is the host's order)")
+    idx = [i for i in c["indices"]]
+    if len(idx) != 1 or idx[0] is None or idx[0].dtype not in (torch.int64, torch.int32) \
+            or idx[0].device != x.device or idx[0].dim() != 1:
+        raise NotCovered("indices other than one 1-D integer tensor on dim 0")
+    if tuple(values.shape) != (idx[0].shape[0],) + tuple(x.shape[1:]):
+        raise NotCovered(f"values of shape {tuple(values.shape)} (broadcast) for rows of {tuple(x.shape[1:])}")
+    return [c.launch((x, idx[0], values), {"dim": 0, "alpha": 1.0}, adapter="index_add")]
+
+
 # -- losses and backward passes -------------------------------------------------------------------
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
@@ -864,6 +877,7 @@ FAMILY_BINDERS = {
     "gather": _bind_gather,
     "scatter": _bind_scatter,
     "index_add": _bind_index_add,
+    "index_put": _bind_index_put,
     "glu": _bind_glu,
     "glu_backward": _bind_glu_backward,
     "batch_norm": _bind_batch_norm,
