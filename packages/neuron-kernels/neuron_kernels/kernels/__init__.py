@@ -19,10 +19,11 @@ from .pool import (avg_pool2d, avg_pool2d_backward, max_pool2d, max_pool2d_backw
 from .reduction import reduce, topk_rows
 from .softmax import log_softmax, softmax, softmax_backward
 
-__all__ = ["sdpa_bwd", "sdpa_fwd", "activation_backward", "binary", "binary_scalar", "unary", "cross_entropy", "embedding",
-           "bmm", "linear", "matmul", "layer_norm", "norm_backward", "rms_norm", "adamw", "reduce", "log_softmax",
-           "softmax", "softmax_backward", "embedding_backward", "nll_loss", "nll_loss_backward", "arange",
-           "cat", "fill", "norms", "pointwise", "triangle", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "take_rows", "gather_last", "scatter_last", "index_add_rows", "batch_norm", "batch_norm_backward", "group_norm",
-           "group_norm_backward", "row_norms", "topk_rows", "max_pool2d", "max_pool2d_backward", "reverse_last",
-           "cumsum_last", "avg_pool2d", "avg_pool2d_backward", "upsample_nearest", "upsample_nearest_backward",
-           "weight_norm", "weight_norm_backward", "resample"]
+__all__ = ["sdpa_bwd", "sdpa_fwd", "activation_backward", "binary", "binary_scalar", "unary", "cross_entropy",
+           "embedding", "bmm", "linear", "matmul", "layer_norm", "norm_backward", "rms_norm", "adamw", "reduce",
+           "log_softmax", "softmax", "softmax_backward", "embedding_backward", "nll_loss", "nll_loss_backward",
+           "arange", "cat", "fill", "norms", "pointwise", "triangle", "conv2d", "conv2d_grad_input",
+           "conv2d_grad_weight", "take_rows", "gather_last", "scatter_last", "index_add_rows", "batch_norm",
+           "batch_norm_backward", "group_norm", "group_norm_backward", "row_norms", "topk_rows", "max_pool2d",
+           "max_pool2d_backward", "reverse_last", "cumsum_last", "avg_pool2d", "avg_pool2d_backward",
+           "upsample_nearest", "upsample_nearest_backward", "weight_norm", "weight_norm_backward", "resample"]
