@@ -44,6 +44,8 @@ def _rand(shape, dtype, seed, kind="f"):
         for d, n in enumerate(shape):
             idx = idx + torch.arange(n).reshape((n,) + (1,) * (len(shape) - d - 1)) * (71, 13, 5, 3)[d % 4]
         x = (idx % 131 - 65) / 8
+    if kind == "n":       # with NaNs
+        x = torch.where(x > 1, float("nan"), x)
     if kind == "i":       # with infinities of both signs
         x = torch.where(x > 1, float("inf"), torch.where(x < -1, float("-inf"), x))
     return x.to(dtype)
@@ -88,7 +90,7 @@ POINTWISE = {
     "aten::elu_backward": (lambda g, x: torch.ops.aten.elu_backward(g, 0.7, 1.3, 0.9, False, x), "ff"),
     "aten::log2": (torch.log2, "p"), "aten::sgn": (torch.sgn, "f"),
     "aten::isneginf": (torch.isneginf, "i"), "aten::isposinf": (torch.isposinf, "i"),
-    "aten::bitwise_not": (lambda a: ~a, "b"),
+    "aten::bitwise_not": (lambda a: ~a, "b"), "aten::isnan": (torch.isnan, "n"),
 }
 
 
