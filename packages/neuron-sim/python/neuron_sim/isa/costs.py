@@ -2,8 +2,8 @@
 """ISA-level cost and geometry figures per NeuronCore version: the one source for the timing model.
 
 Source tags: F = shared/facts/trainium-and-torchneuron.md, C = shared/facts/trainium-calibration.md.
-[D] marks a figure derived from published numbers (the derivation is given); everything
-else is quoted. The runtime's chip-level profile table (src/runtime/profiles.cpp) cites the
+[D] marks a figure derived from published numbers (the derivation is given), [A] an assumption
+no published figure fixes (the field is the knob); everything else is quoted. The runtime's chip-level profile table (src/runtime/profiles.cpp) cites the
 same sections for the figures both need.
 """
 
@@ -54,6 +54,11 @@ class CoreCosts:
     dma_transpose_efficiency_hbm: float
     dma_transpose_efficiency_sbuf: float
     hbm_bytes_per_ns: float           # this core's share of HBM bandwidth
+    # A compiled graph (one NEFF, ``timing.schedule_graph``): the per-engine DMA streaming rate of
+    # compiler-generated transfers, and the share of SBUF that holds graph intermediates between
+    # kernels (the rest holds the kernels' own tiles).
+    graph_dma_bytes_per_ns: float
+    graph_resident_fraction: float
 
     def tensor_peak_flops(self, fp32: bool = False) -> float:
         """[D] 128 x 128 PEs x 2 FLOP x TensorE clock; FP32 at 1/mm_fp32_factor (C §4.7.2)."""
@@ -88,6 +93,8 @@ _COMMON = dict(
     dma_fixed_ns=1300.0,                   # C §4.5: ~1300 ns cross-engine fixed transfer overhead
     dma_transpose_efficiency_hbm=0.9,      # C §4.5: DMA transpose HBM->SBUF up to 90%
     dma_transpose_efficiency_sbuf=0.5,     # C §4.5: SBUF->SBUF up to 50%
+    # [A] Half of SBUF keeps intermediates of a compiled graph on chip between its kernels.
+    graph_resident_fraction=0.5,
 )
 
 # [D] Per-descriptor cost: C §1.2 v2 moves, per 16-engine step, 8 rows x 2 KiB (rhs) + 8 rows x
@@ -106,6 +113,11 @@ PROFILES: dict[str, CoreCosts] = {
         # (5.37 GB in 51.8 ms; 4.36 GB in 42.96 ms; 2.2 GB in 22.07 ms): with 20 ns descriptors
         # that is 7.2 B/ns per engine. The DMA guide's 17 B/ns peak (C §4.5) is kept for rooflines.
         dma_bytes_per_ns=7.2, dma_peak_bytes_per_ns=17.0,
+        # [D] Compiled graphs stream at the documented 17 B/ns peak (C §4.5), not at the NKI
+        # tutorial's 7.2: AWS's published trn1 p50 of BERT-base at batch 1 on one core (0.943 ms,
+        # "Trn1/Trn1n Inference Performance", Real Time table) reads its 170 MB of bf16 weights
+        # at >= 180 GB/s, which 16 engines at 7.2 B/ns (115 GB/s) cannot.
+        graph_dma_bytes_per_ns=17.0,
         dma_descriptor_ns=_DESCRIPTOR_NS,
         dge_ns=0.0,                                                        # C §4.5: DGE is NC-v3+
         hbm_bytes_per_ns=410.0,                                            # F §5.1: 820 GB/s / 2 cores
@@ -117,6 +129,7 @@ PROFILES: dict[str, CoreCosts] = {
         sbuf_bytes_per_partition=224 * KIB,                                # C §4.1: 28 MiB
         vector_perf_mode=True,                                             # C §4.3 NC-v3 perf mode
         dma_bytes_per_ns=23.0, dma_peak_bytes_per_ns=23.0,                 # C §4.5/§1.6: 32 KiB in 1416 ns
+        graph_dma_bytes_per_ns=23.0,                                       # the same rate in graphs
         dma_descriptor_ns=_DESCRIPTOR_NS,
         dge_ns=600.0,                                                      # C §4.5: ~600 ns per DGE instruction
         hbm_bytes_per_ns=362.5,                                            # F §5.1: 2.9 TB/s / 8 cores
@@ -128,6 +141,7 @@ PROFILES: dict[str, CoreCosts] = {
         sbuf_bytes_per_partition=256 * KIB,                                # C §4.1: 32 MiB
         vector_perf_mode=True,                                             # C §4.1: 512 BF16 elem/cycle
         dma_bytes_per_ns=33.0, dma_peak_bytes_per_ns=33.0,                 # C §4.5: 33 B/ns (TRN3)
+        graph_dma_bytes_per_ns=33.0,                                       # the same rate in graphs
         dma_descriptor_ns=_DESCRIPTOR_NS,
         dge_ns=600.0,                                                      # C §4.5: NC-v3+ DGE
         hbm_bytes_per_ns=612.5,                                            # F §5.1: 4.9 TB/s / 8 cores

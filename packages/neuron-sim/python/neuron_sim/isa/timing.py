@@ -12,6 +12,7 @@ the rules of thumb cited in costs.py; the derivation of each formula is given be
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import json
 from typing import Sequence
 
@@ -366,6 +367,23 @@ def _hbm_rect(a, row: int):
     return (b.phys, r0, r1 + 1, 0, row)
 
 
+def _stays_on_chip(ins: Instr, keys: dict, loads: set, stores: set) -> bool:
+    """Whether DMA ``ins`` only loads tensors already in SBUF and stores tensors nobody reads
+    from HBM (a graph's resident intermediates)."""
+    hbm = False
+    for a in ins.reads:
+        if a.buf.kind == HBM:
+            if keys.get(a.buf.phys) not in loads:
+                return False
+            hbm = True
+    for a in ins.writes:
+        if a.buf.kind == HBM:
+            if keys.get(a.buf.phys) not in stores:
+                return False
+            hbm = True
+    return hbm
+
+
 class _Engines:
     """Engine state shared by the programs placed one after another on one NeuronCore: when
     each compute engine is free, each DMA engine's busy intervals, and the busy totals."""
@@ -379,13 +397,15 @@ class _Engines:
         self.last = 0.0
         self.floor = 0.0      # no instruction starts before this (the end of the last barrier)
 
-    def place(self, program: Program, part=0, hbm_keys=None, after=None, before=None):
+    def place(self, program: Program, part=0, hbm_keys=None, after=None, before=None, on_chip=None):
         """Schedules ``program``'s instructions on the engines; returns (start, end, cost) lists.
 
         ``hbm_keys`` maps HBM buffers (by phys) to the graph-level tensors they are bound to;
         an access to such a buffer also waits for ``after[key]`` (reads: the last write made
         visible by an earlier program; writes: that or the last read) and the program's own
-        accesses are returned per key in ``before`` (key -> [write visible, read end])."""
+        accesses are returned per key in ``before`` (key -> [write visible, read end]).
+        ``on_chip`` = (keys loaded from SBUF, keys never stored): a transfer whose every HBM
+        access is to such a tensor moves nothing (the data stays in SBUF) but keeps its order."""
         c = self.c
         instrs = program.instrs
         written = set()
@@ -408,8 +428,11 @@ class _Engines:
         engine_free, busy, dma, queue_start = self.engine_free, self.busy, self.dma, self.queue_start
         start, end, costs_out = [], [], []
         last = self.last
+        loads_on_chip, stores_on_chip = on_chip or ((), ())
         for ins in instrs:
             ic = instr_cost(ins, c)
+            if on_chip and ic.engine == "dma" and _stays_on_chip(ins, keys, loads_on_chip, stores_on_chip):
+                ic = InstrCost("dma", 0.0)
             ready = self.floor
             rrects = [rect_of(a) for a in ins.reads if a.buf.phys in written]
             wrects = [rect_of(a) for a in ins.writes]
@@ -496,50 +519,79 @@ def schedule(program: Program, profile=None) -> Schedule:
 class GraphSchedule:
     """The result of ``schedule_graph``: one launch made of several programs."""
 
-    def __init__(self, latency_ns: float, busy_ns: dict, spans: list, dma_bytes: int, n_instructions: int):
+    def __init__(self, latency_ns: float, busy_ns: dict, spans: list, dma_bytes: int, n_instructions: int,
+                 resident_bytes: int = 0):
         self.latency_ns = latency_ns
         self.busy_ns = busy_ns
         self.spans = spans                  # (start, end) ns of each part, in order
         self.dma_bytes = dma_bytes
         self.n_instructions = n_instructions
+        self.resident_bytes = resident_bytes  # HBM traffic the kernels' programs name but SBUF served
 
     def utilization(self) -> dict[str, float]:
         lat = self.latency_ns or 1.0
         return {k: v / lat for k, v in self.busy_ns.items()}
 
 
-def schedule_graph(parts: Sequence, profile=None) -> GraphSchedule:
+def schedule_graph(parts: Sequence, profile=None, keep=None) -> GraphSchedule:
     """Schedule the kernels of one compiled graph as a single launch on one NeuronCore, the way
     the Neuron compiler turns a graph into one NEFF: every engine (and DMA queue) runs the
     kernels' instructions in graph order with no launch between them, so a kernel's loads of
     tensors nobody in the graph writes (weights, graph inputs) start while earlier kernels
-    still compute, and its engines start as soon as theirs are free.
+    still compute, and its engines start as soon as theirs are free. Transfers stream at the
+    profile's ``graph_dma_bytes_per_ns``.
 
     ``parts`` in graph order, each either ``(program, hbm_keys)`` -- ``hbm_keys`` maps the
     program's HBM buffers (``Buffer.phys``) to hashable keys naming the graph's tensors, so an
     access waits for the earlier programs' writes to the same tensor (reads), or for their
     reads and writes of it (writes), at whole-tensor granularity -- or a number: a launch known
-    only by its duration (ns), placed as a barrier after everything before it."""
+    only by its duration (ns), placed as a barrier after everything before it.
+
+    ``keep``: the keys of tensors that must reach HBM (the graph's inputs and outputs). Given,
+    the graph's other tensors of at most ``graph_resident_fraction`` of SBUF stay on chip between
+    kernels, as the compiler allocates them in SBUF: they are never stored, and a kernel reading
+    one an earlier kernel wrote loads nothing (it waits for the write all the same). A kept
+    tensor an earlier kernel wrote is stored and also read from SBUF. None: every tensor passes
+    through HBM."""
     eng = None
     after: dict = {}
-    spans, n, nbytes = [], 0, 0
+    spans, n, nbytes, resident = [], 0, 0, 0
+    small: set = set()
+    if keep is not None:
+        c0 = _graph_costs(profile, parts)
+        budget = c0.graph_resident_fraction * c0.sbuf_bytes
+        size: dict = {}
+        for part in parts:
+            if not isinstance(part, (int, float)) and part[1]:
+                bufs = {b.phys: b.nbytes for b in part[0].buffers}
+                for phys, k in part[1].items():
+                    size[k] = max(size.get(k, 0), bufs.get(phys, 0))
+        small = {k for k, b in size.items() if b <= budget}
+    stores = small - set(keep or ())
+    produced: set = set()
     for i, part in enumerate(parts):
         if isinstance(part, (int, float)):
             if eng is None:
-                eng = _Engines(_costs.get_costs(profile or _costs.DEFAULT_PROFILE))
+                eng = _Engines(_graph_costs(profile, parts))
             spans.append(eng.barrier(float(part)))
             continue
         program, keys = part
         if eng is None:
-            eng = _Engines(_costs.get_costs(profile or program.profile))
+            eng = _Engines(_graph_costs(profile, parts))
         before: dict = {}
-        start, end, cost = eng.place(program, i, keys or {}, after, before)
+        on_chip = (produced & small, stores) if small and keys else None
+        start, end, cost = eng.place(program, i, keys or {}, after, before, on_chip)
         for k, (w, r) in before.items():
             a = after.setdefault(k, [0.0, 0.0])
             a[0], a[1] = max(a[0], w), max(a[1], r)
+            if w:
+                produced.add(k)
         spans.append((min(start, default=eng.last), max(end, default=eng.last)))
         n += len(start)
         nbytes += sum(c.nbytes for c in cost)
+        if on_chip:
+            resident += sum(instr_cost(ins, eng.c).nbytes for ins, c in zip(program.instrs, cost)
+                            if ins.engine == "dma" and not c.nbytes)
     if eng is None:
         return GraphSchedule(0.0, {}, [], 0, 0)
     busy = dict(eng.busy)
@@ -548,7 +600,15 @@ def schedule_graph(parts: Sequence, profile=None) -> GraphSchedule:
         for s, e in zip(iv.starts, iv.ends):
             merged.add(s, e)
     busy["dma"] = merged.busy()
-    return GraphSchedule(eng.last, busy, spans, nbytes, n)
+    return GraphSchedule(eng.last, busy, spans, nbytes, n, resident)
+
+
+def _graph_costs(profile, parts) -> _costs.CoreCosts:
+    """The core figures a graph is scheduled with: its profile's, at the graph DMA rate."""
+    if profile is None:
+        profile = next((p[0].profile for p in parts if not isinstance(p, (int, float))), None)
+    c = _costs.get_costs(profile or _costs.DEFAULT_PROFILE)
+    return dataclasses.replace(c, dma_bytes_per_ns=c.graph_dma_bytes_per_ns)
 
 
 def schedule_grid(programs: Sequence[Program], profile=None) -> list[Schedule]:

@@ -105,10 +105,10 @@ class CompiledGraph:
             return lw.lowered(*args)
         gl = self._launches.get(lw.name)
         if gl is None:
-            gl = self._launches[lw.name] = neff.GraphLaunch(lw.name, lw.profile)
+            gl = self._launches[lw.name] = neff.GraphLaunch(lw.name, lw.profile, self.options.sbuf_residency)
         out = gl.run(lw.lowered, args)
         if gl.latency_ns is not None and lw.name not in stats.graph_launches():
-            stats.graph_launch(lw.name, gl.latency_ns, gl.parts)
+            stats.graph_launch(lw.name, gl.latency_ns, gl.parts, gl.hbm_bytes, gl.resident_bytes)
         return out
 
     def __call__(self, args):

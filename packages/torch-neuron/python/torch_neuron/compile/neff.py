@@ -8,7 +8,9 @@ themselves, ATen nodes through a device-numerics observer (the backend's native-
 ``neuron_sim.isa.schedule_graph`` places those programs back to back on one NeuronCore: each engine runs them in graph order with no launch between them, and a kernel's loads of
 tensors the graph did not write (weights, inputs) overlap the kernels before it. Its latency
 is the graph's launch on the stream, with one launch overhead; the kernels' own launches are
-counted as executions but not placed (``_C.begin_deferred_launches``).
+counted as executions but not placed (``_C.begin_deferred_launches``). Tensors the graph makes
+and uses itself stay in SBUF between its kernels when they fit, as the compiler allocates them;
+its inputs and outputs go through HBM (``schedule_graph``'s ``keep``; option ``sbuf_residency``).
 
 A host fallback cuts the graph (on the chip the host computes between two NEFFs): each run of
 native kernels between fallbacks is one launch, and the fallback is placed as in eager. A
@@ -21,6 +23,7 @@ from __future__ import annotations
 import threading
 
 import torch
+from torch.utils import _pytree as pytree
 
 from .. import _C
 
@@ -143,6 +146,18 @@ class Recorder:
         self.parts.append((op, bound))
 
 
+_EVERY = object()     # every tensor of a run must reach HBM
+
+
+def _keys_of(args, out) -> set:
+    """Keys (host addresses of storages) of the neuron tensors among a graph's inputs and outputs."""
+    keys = set()
+    for t in pytree.tree_leaves((list(args), out)):
+        if isinstance(t, torch.Tensor) and t.device.type == "neuron" and t.layout == torch.strided:
+            keys.add(_host_range(t)[0])
+    return keys
+
+
 def active() -> Recorder | None:
     return getattr(_local, "recorder", None)
 
@@ -181,12 +196,15 @@ class GraphLaunch:
     its modelled latency (a NEFF), a fallback or a lone kernel is placed as it was issued. A
     later run that issues other launches (data-dependent coverage) is placed launch by launch."""
 
-    def __init__(self, name: str, profile: str):
+    def __init__(self, name: str, profile: str, sbuf_residency: bool = True):
         self.name = name
         self.profile = profile
+        self.sbuf_residency = sbuf_residency
         self.plan: list | None = None     # per step: ("graph", first, last, ns, busy) or ("one", index)
         self.ops: tuple = ()              # (op, native) of every launch the plan was made from
         self.parts = 0
+        self.hbm_bytes = 0                # bytes the graph launches' transfers move to or from HBM
+        self.resident_bytes = 0           # bytes their kernels name in HBM that SBUF served
 
     @property
     def latency_ns(self) -> float | None:
@@ -217,7 +235,7 @@ class GraphLaunch:
         ops = tuple((op, native) for op, _, _, native in launches)
         if first:
             self.ops = ops
-            self.plan = self._make_plan(rec, launches)
+            self.plan = self._make_plan(rec, launches, _keys_of(args, out) if self.sbuf_residency else None)
         if ops != self.ops or len({d for _, d, _, _ in launches}) > 1:
             self._place_each(launches)
         else:
@@ -242,13 +260,20 @@ class GraphLaunch:
             _C.place_graph_launch(name, step[1], step[2], step[3], list(step[4]))
         _C.clear_deferred_launches()
 
-    def _make_plan(self, rec: Recorder, launches) -> list:
-        """Runs of native launches (two or more) become graph launches; the rest stay as issued."""
+    def _make_plan(self, rec: Recorder, launches, keep) -> list:
+        """Runs of native launches (two or more) become graph launches; the rest stay as issued.
+        ``keep``: the graph's input and output tensors (keys), which must reach HBM; the other
+        tensors of a run stay in SBUF when they fit (None: every tensor passes through HBM)."""
         plan, run = [], []
+        later_launch = [False] * (len(launches) + 1)      # some launch outside a run follows i
+        for i in range(len(launches) - 1, -1, -1):
+            later_launch[i] = later_launch[i + 1] or not launches[i][3]
 
         def close():
             if len(run) >= 2:
-                plan.append(("graph", run[0], run[-1], *self._schedule(rec, launches, run)))
+                # A host fallback after the run may read any of its tensors from HBM.
+                k = keep if keep is None or not later_launch[run[-1] + 1] else _EVERY
+                plan.append(("graph", run[0], run[-1], *self._schedule(rec, launches, run, k)))
             else:
                 plan.extend(("one", i) for i in run)
             run.clear()
@@ -261,7 +286,7 @@ class GraphLaunch:
         close()
         return plan
 
-    def _schedule(self, rec: Recorder, launches, indices) -> tuple[float, tuple]:
+    def _schedule(self, rec: Recorder, launches, indices, keep) -> tuple[float, tuple]:
         """(latency ns, busy ns of tensor, vector, scalar, gpsimd, dma) of launches ``indices``
         scheduled as one."""
         from neuron_sim.isa import schedule_graph
@@ -281,5 +306,9 @@ class GraphLaunch:
             parts.extend(recorded[j][1])
             rec.cursor = j + 1
         self.parts += len(parts)
-        g = schedule_graph(parts, self.profile)
+        if keep is _EVERY:
+            keep = {k for p in parts if not isinstance(p, float) for k in p[1].values()}
+        g = schedule_graph(parts, self.profile, keep)
+        self.hbm_bytes += g.dma_bytes
+        self.resident_bytes += g.resident_bytes
         return float(g.latency_ns), tuple(float(g.busy_ns.get(e, 0.0)) for e in ENGINES)

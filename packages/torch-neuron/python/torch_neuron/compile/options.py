@@ -30,6 +30,7 @@ class CompileOptions:
     dump_dir: str = ""             # non-empty: write each pass's output there (graphs, chains, kernel source)
     freeze_parameters: bool = True  # inference graphs: parameter-only work runs once per parameter version (freeze)
     graph_launch: bool = True      # each graph is one launch (one NEFF) scheduled across its kernels (neff)
+    sbuf_residency: bool = True    # in a graph launch, intermediates that fit stay in SBUF between kernels
     mode: str = "default"
 
     def __post_init__(self):
@@ -46,7 +47,7 @@ class CompileOptions:
     def key(self) -> str:
         """Stable across processes: the fields that shape generated kernels (dump_dir does not)."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                  if f.name not in ("dump_dir", "cache", "graph_launch")}
+                  if f.name not in ("dump_dir", "cache", "graph_launch", "sbuf_residency")}
         return hashlib.sha256(repr(sorted(fields.items())).encode()).hexdigest()[:16]
 
 

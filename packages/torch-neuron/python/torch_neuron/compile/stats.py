@@ -32,7 +32,7 @@ def _empty() -> dict:
         "fused_hbm_bytes": 0,        # HBM bytes of the fused launches (their programs' schedules)
         "fused_eager_hbm_bytes": 0,  # what the same ops move as separate eager kernels
         "numerics_launches": 0,      # fused launches whose values the generated program computed
-        "graph_launches": {},        # lowering -> {"latency_ns", "parts"}: the graph as one launch (neff)
+        "graph_launches": {},        # lowering -> {"latency_ns", "parts", "hbm_bytes", "resident_bytes"} (neff)
     }
 
 
@@ -106,9 +106,12 @@ def record_numerics(k) -> None:
         _stats["numerics_launches"] += 1
 
 
-def graph_launch(name: str, latency_ns: float, parts: int) -> None:
+def graph_launch(name: str, latency_ns: float, parts: int, hbm_bytes: int = 0, resident_bytes: int = 0) -> None:
+    """One lowering as graph launches: their latency, the kernel programs in them, the bytes
+    their transfers move to or from HBM and those served from SBUF instead (resident tensors)."""
     with _lock:
-        _stats["graph_launches"][name] = {"latency_ns": latency_ns, "parts": parts}
+        _stats["graph_launches"][name] = {"latency_ns": latency_ns, "parts": parts, "hbm_bytes": hbm_bytes,
+                                          "resident_bytes": resident_bytes}
 
 
 def graph_launches() -> dict:
