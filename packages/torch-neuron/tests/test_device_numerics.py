@@ -467,15 +467,17 @@ def test_environment_variable_turns_the_mode_on_at_import():
 
 # Additive masks of the shapes models pass (padding rows (B, 1, 1, Sk), per-query (B, 1, Sq, Sk),
 # per-head, 2-D), with -inf entries and a fully masked query row (torch's safe softmax gives 0).
+# 600 keys take the kernel's online softmax over key blocks, 200 its one-pass softmax.
 MASKS = {"padding": (2, 1, 1, 600), "per_query": (2, 1, 130, 600), "per_head": (1, 3, 130, 600),
-         "two_d": (130, 600)}
+         "two_d": (130, 600), "padding_one_pass": (2, 1, 1, 200), "per_query_one_pass": (2, 1, 130, 200)}
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("mask", sorted(MASKS))
 def test_masked_attention_forward_and_backward_come_from_the_tile_kernel(mask, dtype, numerics):
     shape = MASKS[mask]
-    q, k, v = _rand((2, 3, 130, 32), dtype, 1), _rand((2, 3, 600, 32), dtype, 2), _rand((2, 3, 600, 32), dtype, 3)
+    sk = shape[-1]
+    q, k, v = _rand((2, 3, 130, 32), dtype, 1), _rand((2, 3, sk, 32), dtype, 2), _rand((2, 3, sk, 32), dtype, 3)
     m = _rand(shape, dtype, 4)
     m.masked_fill_(_rand(shape, torch.float32, 5) > 0.5, float("-inf"))
     if len(shape) == 4 and shape[2] > 1:

@@ -69,11 +69,39 @@ def _mask_tile(mask, b, q0, qs, k0, ks, mask_div, mask_mod):
     return nl.load(mask[g, q0:q0 + qs, k0:k0 + ks], dtype="float32")
 
 
-def _block_mask(heads, Sq, Sk, causal):
+class _ScaledMasks:
+    """Mask blocks divided by the softmax scale, so that the scale applies once, inside the
+    exponential (exp(scale * (s + mask / scale) - m)), rather than to every score block. A block
+    is loaded and divided once and reused by the batch-heads that share it (BERT's padding mask
+    serves all heads of a sequence). The tiles come from one allocation site of ``SLOTS``
+    rotating buffers, evicted in the order the site reuses them; at most ``INTERLEAVE`` blocks
+    are in flight, so an evicted tile has no reader left."""
+
+    SLOTS = 3   # INTERLEAVE + 1
+
+    def __init__(self, mask, mask_div, mask_mod, inv_scale):
+        self.mask, self.div, self.mod, self.inv = mask, mask_div, mask_mod, inv_scale
+        self.tiles: list = []    # (key, tile), oldest first
+
+    def __call__(self, b, q0, qs, k0, ks):
+        g = (b // self.div) % self.mod
+        key = (g, 0 if self.mask.shape[1] == 1 else q0, qs, k0, ks)
+        for k, t in self.tiles:
+            if k == key:
+                return t
+        if len(self.tiles) == self.SLOTS:
+            self.tiles.pop(0)
+        t = nl.ndarray((qs, ks), "float32", bufs=self.SLOTS)
+        nl.isa.tensor_scalar(t, _mask_tile(self.mask, b, q0, qs, k0, ks, self.div, self.mod), "multiply", self.inv)
+        self.tiles.append((key, t))
+        return t
+
+
+def _block_mask(heads, Sq, Sk, causal, scale):
     """The additive mask of ``heads`` attention problems packed into one: block h of rows
     (queries of head h) sees only block h of columns (its keys), causally when asked. Built
     once per kernel on chip from row and column iotas (engine accesses start at partition 0,
-    so the blocks are compared, not sliced)."""
+    so the blocks are compared, not sliced). Divided by ``scale`` (see _ScaledMasks)."""
     R, C = heads * Sq, heads * Sk
     row = nl.iota((R, C), "float32", base=0, partition_step=1, free_step=0)
     col = nl.iota((R, C), "float32", base=0, partition_step=0, free_step=1)
@@ -84,17 +112,20 @@ def _block_mask(heads, Sq, Sk, causal):
     keep = nl.equal(rh, ch)
     if causal:                                     # Sq == Sk: row - col is i - j inside a block
         keep = nl.multiply(keep, nl.greater_equal(nl.subtract(row, col), 0.0))
-    return nl.multiply(nl.subtract(keep, 1.0), -NEG)
+    return nl.multiply(nl.subtract(keep, 1.0), -NEG / scale)
 
 
-def _masks(mask, heads, Sq, Sk, causal, mask_div, mask_mod):
-    """(additive mask block reader or None, causal left to the kernel's own iota mask)."""
+def _masks(mask, heads, Sq, Sk, causal, mask_div, mask_mod, scale=None):
+    """(additive mask block reader or None, causal left to the kernel's own iota mask, whether the
+    reader's blocks are divided by ``scale``; None: never)."""
     if heads > 1:
-        blk = _block_mask(heads, Sq // heads, Sk // heads, causal)
-        return (lambda b, q0, qs, k0, ks: blk[q0:q0 + qs, k0:k0 + ks]), False
+        blk = _block_mask(heads, Sq // heads, Sk // heads, causal, scale or 1.0)
+        return (lambda b, q0, qs, k0, ks: blk[q0:q0 + qs, k0:k0 + ks]), False, scale is not None
+    if mask is not None and not causal and scale is not None:
+        return _ScaledMasks(mask, mask_div, mask_mod, 1.0 / scale), False, True
     if mask is not None:
-        return (lambda b, q0, qs, k0, ks: _mask_tile(mask, b, q0, qs, k0, ks, mask_div, mask_mod)), causal
-    return None, causal
+        return (lambda b, q0, qs, k0, ks: _mask_tile(mask, b, q0, qs, k0, ks, mask_div, mask_mod)), causal, False
+    return None, causal, False
 
 
 @nl.jit
@@ -115,7 +146,7 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
     if heads > 1 and (mask is not None or Sq > P or Sk > KB):
         raise ValueError(f"{heads} packed heads take no mask and at most {P} queries, {KB} keys per pack")
     scale = scale if scale is not None else (d ** -0.5)
-    add_mask, causal = _masks(mask, heads, Sq, Sk, causal, mask_div, mask_mod)
+    add_mask, causal, prescaled = _masks(mask, heads, Sq, Sk, causal, mask_div, mask_mod, scale)
     cdt = "float32" if q.dtype == "float32" else "bfloat16"
     out = nl.ndarray((B, Sq, d), q.dtype, buffer=nl.shared_hbm)
     lse_o = nl.ndarray((B, Sq, 1), "float32", buffer=nl.shared_hbm)
@@ -125,7 +156,9 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
         qT = _load_t(q[b, q0:q0 + qs, :], cdt, off)                                # [d, qs]
         m = l = acc = None
         kend = min(Sk, q0 + qs) if causal else Sk
-        for k0, ks in row_blocks(kend, KB):
+        kblocks = list(row_blocks(kend, KB))
+        one_pass = len(kblocks) == 1
+        for k0, ks in kblocks:
             kT = _load_t(k[b, k0:k0 + ks, :], cdt, off)                            # [d, ks]
             yield
             s = nl.matmul(qT, kT, transpose_x=True)                                # [qs, ks] fp32 PSUM
@@ -138,37 +171,63 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
                 s = nl.multiply(s, scale)
                 sc = 1.0
             if add_mask is not None:
-                s = nl.add(s if sc == 1.0 else nl.multiply(s, sc), add_mask(b, q0, qs, k0, ks))
-                sc = 1.0
-            bm = nl.max(s, axis=1)
-            bm = nl.multiply(bm, sc) if sc != 1.0 else bm
-            m_new = bm if m is None else nl.maximum(m, bm)
-            if add_mask is not None:
-                # A row whose keys are all -inf so far: exp(-inf - max) would be NaN; with the max
-                # clamped its probabilities are 0, and its output 0 (torch's safe softmax).
-                m_new = nl.maximum(m_new, -FMAX)
+                if prescaled:
+                    s = nl.add(s, add_mask(b, q0, qs, k0, ks))
+                else:
+                    s = nl.add(s if sc == 1.0 else nl.multiply(s, sc), add_mask(b, q0, qs, k0, ks))
+                    sc = 1.0
+            if one_pass:
+                # The whole row at once: the exponential's bias -scale * max comes straight from
+                # the reduction. A row whose keys are all -inf has max -inf: the bias is clamped
+                # to a finite value, so its probabilities are 0 and its output 0 (torch's safe
+                # softmax).
+                neg = nl.max(s, axis=1, negate=True)
+                if add_mask is not None or sc != 1.0:
+                    bias = nl.ndarray((qs, 1), "float32")
+                    nl.isa.tensor_scalar(bias, neg, "minimum", FMAX, op1="multiply", operand1=sc)
+                else:
+                    bias = neg
+            else:
+                bm = nl.max(s, axis=1)
+                bm = nl.multiply(bm, sc) if sc != 1.0 else bm
+                m_new = bm if m is None else nl.maximum(m, bm)
+                if add_mask is not None:
+                    m_new = nl.maximum(m_new, -FMAX)      # see above
+                bias = nl.multiply(m_new, -1.0)
             yield
             rowsum = nl.ndarray((qs, 1), "float32")
-            p = nl.activation("exp", s, bias=nl.multiply(m_new, -1.0), scale=sc, dtype=cdt,
-                              reduce_op="add", reduce_res=rowsum)
+            p = nl.activation("exp", s, bias=bias, scale=sc, dtype=cdt, reduce_op="add", reduce_res=rowsum)
             yield
             pv = nl.ndarray((qs, d), "float32", buffer=nl.psum)
             for j, (j0, js) in enumerate(row_blocks(ks, P)):
-                pT = nl.copy(nl.transpose(p[:, j0:j0 + js]), dtype=cdt)             # [js, qs]
+                # The transposed block leaves PSUM through ScalarE, which has the lighter load here.
+                pT = nl.copy(nl.transpose(p[:, j0:j0 + js]), dtype=cdt, engine="scalar")  # [js, qs]
                 vt = nl.load(v[b, k0 + j0:k0 + j0 + js, :], dtype=cdt)              # [js, d]
                 nl.isa.nc_matmul(pv, pT, vt, accumulate=j > 0)
                 yield
-            if m is None:
+            if one_pass:
+                l, acc = rowsum, pv
+            elif m is None:
                 l, acc = rowsum, nl.copy(pv, dtype="float32")
             else:
                 corr = nl.exp(nl.subtract(m, m_new))
                 l = nl.add(nl.multiply(l, corr), rowsum)
                 acc = nl.add(nl.multiply(acc, corr), pv)
-            m = m_new
+            if not one_pass:
+                m = m_new
             yield
-        inv = nl.reciprocal(nl.maximum(l, 1e-30) if add_mask is not None else l)
-        nl.store(out[b, q0:q0 + qs, :], nl.multiply(acc, inv, dtype=out.dtype))
-        nl.store(lse_o[b, q0:q0 + qs, :], nl.add(m, nl.log(l)))
+        inv = nl.ndarray((qs, 1), "float32")
+        if add_mask is not None:
+            nl.isa.tensor_scalar(inv, l, "maximum", 1e-30, op1="divide", operand1=1.0, reverse1=True)
+        else:
+            nl.isa.tensor_scalar(inv, l, "divide", 1.0, reverse0=True)
+        if one_pass:
+            # out = acc / l read from PSUM by ScalarE; lse = scale * max + log(l) = log(l) - bias.
+            nl.store(out[b, q0:q0 + qs, :], nl.activation("copy", acc, scale=inv, dtype=out.dtype))
+            nl.store(lse_o[b, q0:q0 + qs, :], nl.subtract(nl.log(l), bias))
+        else:
+            nl.store(out[b, q0:q0 + qs, :], nl.multiply(acc, inv, dtype=out.dtype))
+            nl.store(lse_o[b, q0:q0 + qs, :], nl.add(m, nl.log(l)))
 
     # Two blocks in flight when each has one key block (the online-softmax state of longer key
     # ranges lives across iterations and would outgrow its tiles' rotating buffers).
@@ -193,7 +252,7 @@ def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_
     if heads > 1 and (mask is not None or Sq > P or Sk > P):
         raise ValueError(f"{heads} packed heads take no mask and at most {P} queries and keys per pack")
     scale = scale if scale is not None else d ** -0.5
-    add_mask, causal = _masks(mask, heads, Sq, Sk, causal, mask_div, mask_mod)
+    add_mask, causal, _ = _masks(mask, heads, Sq, Sk, causal, mask_div, mask_mod)
     cdt = "float32" if q.dtype == "float32" else "bfloat16"
     dq_o = nl.ndarray((B, Sq, d), q.dtype, buffer=nl.shared_hbm)
     dk_o = nl.ndarray((B, Sk, d), k.dtype, buffer=nl.shared_hbm)
