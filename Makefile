@@ -161,6 +161,7 @@ bench: install
 	$(PY) packages/neuron-kernels/bench/calibrate.py
 	$(PY) -m neuron_ccl.bench --op allreduce --ranks 2 --sizes 4K,1M,16M,64M,256M
 	$(PY) tools/bench/bench_eager.py
+	$(PY) tools/bench/bert_trn1.py
 
 # The suites and the eleven upstream files of tools/upstream/files.py, on vanilla and patched
 # torch (.venv-patched, built or brought up to date first); the patched run's cpu pre-pass of
