@@ -128,8 +128,22 @@ def summarize(records, props, *, steps: int, peak_bytes: int, region_ns: float |
                          f"max(flops / peak, bytes / {props.hbm_bandwidth / 1e9:.0f} GB/s HBM); host round trip: "
                          f"roofline + bytes / {props.host_link_bandwidth / 1e9:.1f} GB/s host link (assumed PCIe) + "
                          f"2 x {props.dma_fixed_overhead_ns:.0f} ns DMA setup (C §4.5); interconnect: neuron_ccl",
+            "compiled graphs": _graph_source(props.profile),
         },
     }
+
+
+def _graph_source(profile: str) -> str:
+    from ..isa import costs
+    try:
+        c = costs.get_costs(profile)
+    except ValueError:
+        return "a graph launch is its kernels' programs scheduled as one (neuron_sim.isa.schedule_graph)"
+    return ("a graph launch is its kernels' programs scheduled as one (neuron_sim.isa.schedule_graph), "
+            f"transfers at {c.graph_dma_bytes_per_ns:g} B/ns per DMA engine (costs.graph_dma_bytes_per_ns; "
+            f"kernels alone {c.dma_bytes_per_ns:g}), intermediates of at most {c.graph_resident_fraction:.0%} "
+            f"of SBUF ({c.graph_resident_fraction * c.sbuf_bytes / 2**20:.0f} MiB) kept on chip "
+            "(assumption costs.graph_resident_fraction)")
 
 
 def transformer_flops_per_token(n_params: int, n_layers: int, n_heads: int, head_dim: int, seq_len: int) -> float:
