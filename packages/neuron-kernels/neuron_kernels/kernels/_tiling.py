@@ -5,6 +5,8 @@ P = 128          # SBUF partitions
 # Free-dimension chunk for streaming kernels: 2048 fp32 = 8 KiB per partition per tile, past the
 # 4 KiB per partition at which DMA saturates (C §4.5), small enough to double-buffer several tiles.
 FCHUNK = 2048
+# Integers that pass through fp32 on VectorE (indices, positions) are exact below 2**24.
+FP32_EXACT = 2 ** 24
 
 
 def cdiv(a: int, b: int) -> int:

@@ -159,9 +159,13 @@ def _depthwise_forward(x, w, bias2, out, g):
                 nl.store(out[b, c0:c0 + cs, r0:r0 + nr, col0:col0 + nc], res)
 
 
-def _canvas_shape(g):
-    # every padded position a tap touches, and the whole image inside the padding
-    return max(g.in_rows(g.Ho), g.ph + g.H), max(g.in_cols(g.Wo), g.pw + g.W)
+def _canvas_shape(g, what="the padded input"):
+    """(rows, cols) of an fp32 canvas holding every padded position a tap touches and the whole
+    image inside the padding; ValueError when it exceeds CANVAS_BUDGET bytes per partition."""
+    CH, CW = max(g.in_rows(g.Ho), g.ph + g.H), max(g.in_cols(g.Wo), g.pw + g.W)
+    if CH * CW * 4 > CANVAS_BUDGET:
+        raise ValueError(f"{what} ({CH}x{CW}) exceeds {CANVAS_BUDGET} bytes per partition")
+    return CH, CW
 
 
 def _canvas_tap(canvas, g, kh, kw, r0, nr, col0, nc):
@@ -182,8 +186,6 @@ def conv2d_grad_input(grad, w, bias=None, input_hw=(1, 1), stride=(1, 1), paddin
         raise ValueError(f"grad_output is {Ho}x{Wo}; the convolution of a {H}x{W} input gives {g.Ho}x{g.Wo}")
     gin = nl.ndarray((B, C, H, W), grad.dtype, buffer=nl.shared_hbm)
     CH, CW = _canvas_shape(g)
-    if CH * CW * 4 > CANVAS_BUDGET:
-        raise ValueError(f"the padded input ({CH}x{CW}) exceeds {CANVAS_BUDGET} bytes per partition")
     T = KH * KW
     depthwise = groups == C == O and Cg == 1
     if depthwise:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from .. import language as nl
-from ._tiling import FCHUNK, row_blocks
+from ._tiling import FCHUNK, FP32_EXACT, row_blocks
 
 
 @nl.jit
@@ -20,8 +20,7 @@ def embedding(table, indices):
     return out
 
 
-# Indices pass through fp32 on VectorE to wrap negative ones, exact below 2**24 rows.
-_EXACT_ROWS = 2 ** 24
+# Indices pass through fp32 on VectorE to wrap negative ones (exact below FP32_EXACT rows).
 
 
 @nl.jit
@@ -30,8 +29,8 @@ def take_rows(table, indices):
     x[idx]; indices is (N, 1) int32. Any element type (the gather moves bytes)."""
     N = indices.shape[0]
     V, D = table.shape
-    if V > _EXACT_ROWS:
-        raise ValueError(f"a table of {V} rows: indices are wrapped in fp32, exact below {_EXACT_ROWS}")
+    if V > FP32_EXACT:
+        raise ValueError(f"a table of {V} rows: indices are wrapped in fp32, exact below {FP32_EXACT}")
     out = nl.ndarray((N, D), table.dtype, buffer=nl.shared_hbm)
     for r0, rs in row_blocks(N):
         i = nl.copy(nl.load(indices[r0:r0 + rs, :]), dtype="float32")
@@ -49,8 +48,8 @@ def gather_last(x, index):
     (exact below 2**24 elements)."""
     R, C = x.shape
     J = index.shape[1]
-    if R * C > _EXACT_ROWS:
-        raise ValueError(f"a source of {R * C} elements: positions are computed in fp32, exact below {_EXACT_ROWS}")
+    if R * C > FP32_EXACT:
+        raise ValueError(f"a source of {R * C} elements: positions are computed in fp32, exact below {FP32_EXACT}")
     flat = x.reshape(R * C, 1)
     out = nl.ndarray((R, J), x.dtype, buffer=nl.shared_hbm)
     for r0, rs in row_blocks(R):

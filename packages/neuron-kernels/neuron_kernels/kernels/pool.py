@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from .. import language as nl
 from ..language import isa as _isa
-from ._tiling import P, row_blocks
-from .conv import CANVAS_BUDGET, VECTOR_BLOCK, Geometry, _canvas_shape, _canvas_tap
+from ._tiling import FP32_EXACT, P, row_blocks
+from .conv import VECTOR_BLOCK, Geometry, _canvas_shape, _canvas_tap
 
-_EXACT = 2 ** 24     # positions pass through fp32
 
 
 def _positions(g, rs, r0, nr, col0, nc):
@@ -32,8 +31,8 @@ def max_pool2d(x, kernel_size=(1, 1), stride=(1, 1), padding=(0, 0), dilation=(1
     R, H, W = x.shape
     KH, KW = kernel_size
     g = Geometry(H, W, KH, KW, stride, padding, dilation)
-    if H * W > _EXACT:
-        raise ValueError(f"planes of {H * W} elements: positions are computed in fp32, exact below {_EXACT}")
+    if H * W > FP32_EXACT:
+        raise ValueError(f"planes of {H * W} elements: positions are computed in fp32, exact below {FP32_EXACT}")
     out = nl.ndarray((R, g.Ho, g.Wo), x.dtype, buffer=nl.shared_hbm)
     words = nl.ndarray((R, g.Ho, 2 * g.Wo), "int32", buffer=nl.shared_hbm)
     blocks = g.blocks(VECTOR_BLOCK, 4)
@@ -69,9 +68,7 @@ def max_pool2d_backward(grad, words, input_hw=(1, 1), kernel_size=(1, 1), stride
     H, W = input_hw
     KH, KW = kernel_size
     g = Geometry(H, W, KH, KW, stride, padding, dilation)
-    CH, CW = _canvas_shape(g)
-    if CH * CW * 4 > CANVAS_BUDGET:
-        raise ValueError(f"the padded plane ({CH}x{CW}) exceeds {CANVAS_BUDGET} bytes per partition")
+    CH, CW = _canvas_shape(g, "the padded plane")
     gin = nl.ndarray((R, H, W), grad.dtype, buffer=nl.shared_hbm)
     blocks = g.blocks(VECTOR_BLOCK, 4)
     for c0, cs in row_blocks(R):
@@ -138,9 +135,7 @@ def avg_pool2d_backward(grad, input_hw=(1, 1), kernel_size=(1, 1), stride=(1, 1)
     H, W = input_hw
     KH, KW = kernel_size
     g = Geometry(H, W, KH, KW, stride, padding, (1, 1))
-    CH, CW = _canvas_shape(g)
-    if CH * CW * 4 > CANVAS_BUDGET:
-        raise ValueError(f"the padded plane ({CH}x{CW}) exceeds {CANVAS_BUDGET} bytes per partition")
+    CH, CW = _canvas_shape(g, "the padded plane")
     gin = nl.ndarray((R, H, W), grad.dtype, buffer=nl.shared_hbm)
     for c0, cs in row_blocks(R):
         canvas = nl.zeros((cs, CH, CW), "float32", bufs=1)

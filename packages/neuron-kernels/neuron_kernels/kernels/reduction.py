@@ -10,7 +10,7 @@ inner > 1 otherwise: [D, inner] blocks are transposed on TensorE so D lands on t
 from __future__ import annotations
 
 from .. import language as nl
-from ._tiling import FCHUNK, P, row_blocks
+from ._tiling import FCHUNK, FP32_EXACT, P, row_blocks
 
 _COMBINE = {"add": "add", "max": "maximum", "min": "minimum"}
 
@@ -73,8 +73,6 @@ def reduce(x, op="add", scale=1.0, out_dtype=None):
     return out
 
 
-# Positions pass through fp32: exact below 2**24.
-_EXACT = 2 ** 24
 TOPK_ROW = 8192
 
 
@@ -99,7 +97,7 @@ def topk_rows(x, k=1, largest=True):
         w = nl.zeros((rs, 2 * k), "float32")
         for j in range(k):
             m = nl.max(t, axis=1)
-            first = nl.min(nl.where(nl.equal(t, m), pos, float(_EXACT)), axis=1)
+            first = nl.min(nl.where(nl.equal(t, m), pos, float(FP32_EXACT)), axis=1)
             v[:, j:j + 1] = nl.multiply(m, 1.0 if largest else -1.0)
             w[:, 2 * j:2 * j + 1] = nl.copy(first)
             if j + 1 < k:

@@ -424,10 +424,16 @@ def _bind_triangle(c: Call):
     return [c.launch((x,), {"diagonal": int(c["diagonal"]), "upper": c.kind.startswith("triu")})]
 
 
-def _index(c, name="index"):
-    idx = c[name]
+def _index(c, name="index", like=None, value=None):
+    """The integer index tensor argument ``name`` (or ``value``, an entry of a list argument),
+    on the device of ``like`` when given (another device's index is copied by the host path)."""
+    idx = c[name] if value is None else value
     if not isinstance(idx, torch.Tensor) or idx.dtype not in (torch.int64, torch.int32):
-        raise NotCovered(f"'{name}' is not an int64/int32 tensor")
+        raise NotCovered(f"'{name}' is not an int64/int32 tensor"
+                         + (f" (a {idx.dtype} mask: the result's size depends on its values)"
+                            if isinstance(idx, torch.Tensor) and idx.dtype == torch.bool else ""))
+    if like is not None and idx.device != like.device:
+        raise NotCovered(f"an index tensor on {idx.device} (copied to {like.device} by the host path)")
     return idx
 
 

@@ -6,8 +6,6 @@ words; positions a kernel finds are written as int64 (int32 word pairs), as the 
 (``families``)."""
 from __future__ import annotations
 
-import torch
-
 from .binders import Call, NotCovered
 from .families import _index, _number, isa_result, words_if_wide
 
@@ -51,11 +49,7 @@ def _bind_index(c: Call):
     if len(idx) != 1 or idx[0] is None:
         raise NotCovered(f"{len(idx)} index entries ({['None' if i is None else 'tensor' for i in idx]}); "
                          "the kernel gathers rows for one index tensor on dim 0")
-    i = idx[0]
-    if i.dtype not in (torch.int64, torch.int32):
-        raise NotCovered(f"a {i.dtype} index (a mask: the result's size depends on its values)")
-    if i.device != x.device:
-        raise NotCovered(f"an index tensor on {i.device} (copied to {x.device} by the host path)")
+    i = _index(c, "indices", x, idx[0])
     return [c.launch((words_if_wide(x), i), {"rows": int(x.shape[0])})]
 
 
@@ -63,9 +57,7 @@ def _bind_gather(c: Call):
     x = c.operand(c["self"], "self", dtype=c["self"].dtype)
     if c["sparse_grad"]:
         raise NotCovered("sparse_grad=True")
-    idx = _index(c)
-    if idx.device != x.device:
-        raise NotCovered(f"an index tensor on {idx.device}")
+    idx = _index(c, like=x)
     if idx.dim() != x.dim():
         raise NotCovered(f"a {idx.dim()}-D index for a {x.dim()}-D input")
     return [c.launch((x, idx), {"dim": int(c["dim"]) % x.dim()})]
@@ -74,9 +66,7 @@ def _bind_gather(c: Call):
 def _bind_scatter(c: Call):
     x = c.tensor("self")
     src = c.tensor("src")
-    idx = _index(c)
-    if idx.device != x.device:
-        raise NotCovered(f"an index tensor on {idx.device}")
+    idx = _index(c, like=x)
     d = int(c["dim"]) % max(x.dim(), 1)
     if not (idx.dim() == x.dim() == src.dim()) or x.dim() == 0:
         raise NotCovered("index, self and src of different ranks")
@@ -89,9 +79,9 @@ def _bind_scatter(c: Call):
 
 def _bind_index_add(c: Call):
     x, src = c.tensor("self"), c.tensor("source")
-    idx = _index(c)
-    if idx.device != x.device or idx.dim() > 1:
-        raise NotCovered(f"an index of shape {tuple(idx.shape)} on {idx.device}")
+    idx = _index(c, like=x)
+    if idx.dim() > 1:
+        raise NotCovered(f"an index of shape {tuple(idx.shape)}")
     if x.dim() == 0 or src.dim() != x.dim():
         raise NotCovered("0-dim self or a source of another rank")
     return [c.launch((x, idx, src), {"dim": int(c["dim"]) % x.dim(), "alpha": _number(c["alpha"])})]
@@ -103,13 +93,13 @@ def _bind_index_put(c: Call):
     x, values = c.tensor("self"), c.tensor("values")
     if not c["accumulate"]:
         raise NotCovered("accumulate=False (with repeated indices the last write is the host's order)")
-    idx = [i for i in c["indices"]]
-    if len(idx) != 1 or idx[0] is None or idx[0].dtype not in (torch.int64, torch.int32) \
-            or idx[0].device != x.device or idx[0].dim() != 1:
+    idx = list(c["indices"])
+    if len(idx) != 1 or idx[0] is None or idx[0].dim() != 1:
         raise NotCovered("indices other than one 1-D integer tensor on dim 0")
-    if tuple(values.shape) != (idx[0].shape[0],) + tuple(x.shape[1:]):
+    i = _index(c, "indices", x, idx[0])
+    if tuple(values.shape) != (i.shape[0],) + tuple(x.shape[1:]):
         raise NotCovered(f"values of shape {tuple(values.shape)} (broadcast) for rows of {tuple(x.shape[1:])}")
-    return [c.launch((x, idx[0], values), {"dim": 0, "alpha": 1.0}, adapter="index_add")]
+    return [c.launch((x, i, values), {"dim": 0, "alpha": 1.0}, adapter="index_add")]
 
 
 INDEXING_BINDERS = {
