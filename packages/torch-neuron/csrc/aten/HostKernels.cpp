@@ -26,12 +26,6 @@ void prepare(const char* op, const at::Tensor& like) {
   on_fallback(info, like.scalar_type());
 }
 
-// Device numerics: the tile kernel recomputes a native call's values from the host operands.
-void run_numerics(const OpInfo& info, c10::ScalarType dtype, std::vector<c10::IValue> args,
-                  std::vector<c10::IValue> results) {
-  if (NativeExecutor ex = native_executor()) ex(info, dtype, args, args, results);
-}
-
 at::Tensor convolution_overrideable(const at::Tensor& input, const at::Tensor& weight,
                                     const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
                                     c10::IntArrayRef padding, c10::IntArrayRef dilation,

@@ -83,6 +83,11 @@ void append_value(std::string& key, const c10::IValue& v) {
   }
 }
 
+void append_sizes(std::string& key, c10::IntArrayRef sizes) {
+  key += static_cast<char>(sizes.size());
+  key.append(reinterpret_cast<const char*>(sizes.data()), sizes.size() * sizeof(int64_t));
+}
+
 // Operands on the device contribute their dtype and shape; out= tensors (results) and
 // host tensors their dtype. Returns false for an empty operand (no kernel covers it).
 bool append_operand(std::string& key, const at::Tensor& t, bool is_out) {
@@ -93,9 +98,7 @@ bool append_operand(std::string& key, const at::Tensor& t, bool is_out) {
   if (t.numel() == 0) return false;
   key += 'D';
   key += static_cast<char>(t.scalar_type());
-  const auto sizes = t.sizes();
-  key += static_cast<char>(sizes.size());
-  key.append(reinterpret_cast<const char*>(sizes.data()), sizes.size() * sizeof(int64_t));
+  append_sizes(key, t.sizes());
   return true;
 }
 
@@ -119,9 +122,7 @@ bool build_signature(std::string& key, const OpInfo& info, c10::ScalarType dtype
         if (t.defined() && t.numel() == 0 && !is_out) {
           key += 'E';
           append_tensor(key, t);
-          const auto sizes = t.sizes();
-          key += static_cast<char>(sizes.size());
-          key.append(reinterpret_cast<const char*>(sizes.data()), sizes.size() * sizeof(int64_t));
+          append_sizes(key, t.sizes());
         } else if (!append_operand(key, t, is_out)) {
           return false;
         }

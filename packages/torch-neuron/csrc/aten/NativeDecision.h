@@ -92,6 +92,12 @@ extern std::atomic<NativeExecutor> g_native_executor;
 inline NativeExecutor native_executor() {
   return g_native_executor.load(std::memory_order_relaxed);
 }
+// The executor over a hand-written kernel's host operands, which no kernel writes before it
+// runs (so they are both its inputs and its args); nothing when the mode is off.
+inline void run_numerics(const OpInfo& info, c10::ScalarType dtype, const std::vector<c10::IValue>& args,
+                         const std::vector<c10::IValue>& results) {
+  if (NativeExecutor ex = native_executor()) ex(info, dtype, args, args, results);
+}
 void set_native_executor(NativeExecutor fn);
 // The inputs the executor needs, taken before the CPU kernel runs: the arguments
 // themselves, or contiguous copies of their tensors when the op writes to an argument

@@ -61,11 +61,6 @@ double attention_flops(const at::Tensor& q, const at::Tensor& k) {
   return 4.0 * double(q.numel()) * double(k.size(-2));
 }
 
-void run_numerics(const OpInfo& info, c10::ScalarType dtype, std::vector<c10::IValue> host_args,
-                  std::vector<c10::IValue> host_results) {
-  if (NativeExecutor ex = native_executor()) ex(info, dtype, host_args, host_args, host_results);
-}
-
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor, at::Tensor,
            at::Tensor>
 fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
