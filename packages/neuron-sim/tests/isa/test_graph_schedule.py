@@ -111,3 +111,34 @@ def test_graph_transfers_stream_at_the_profiles_graph_rate():
     assert graph.latency_ns < alone.latency_ns
     p2 = _scale("a", cols=4096, profile="trn2")
     assert isa.schedule_graph([(p2, None)]).latency_ns == pytest.approx(isa.schedule(p2).latency_ns)
+
+
+def _transposed_scale(name, n=128, profile="trn2"):
+    """y = 2 * x^T: a transposing load, one VectorE op, a store."""
+    b = isa.ProgramBuilder(name, profile)
+    x = b.hbm("x", (n, n), "float32", "input")
+    y = b.hbm("y", (n, n), "float32", "output")
+    t = b.alloc((n, n), "float32")
+    b.dma_transpose(t, x)
+    o = b.alloc((n, n), "float32")
+    b.tensor_scalar(o, t, "multiply", 2.0)
+    b.dma_copy(y, o)
+    return b.finish()
+
+
+def test_a_resident_tensor_read_transposed_is_transposed_sbuf_to_sbuf():
+    a, b = _scale("a", cols=128), _transposed_scale("b")
+    parts = [(a, _keys(a, "x", "h")), (b, _keys(b, "h", "y"))]
+    hbm, resident = isa.schedule_graph(parts, None, None), isa.schedule_graph(parts, None, {"x", "y"})
+    tile = 128 * 128 * 4
+    assert resident.resident_bytes == 2 * tile and resident.dma_bytes == 2 * tile
+    # The transpose still occupies the DMA engines, at the SBUF-to-SBUF rate (50%, not 90%).
+    c = isa.costs.get_costs("trn2")
+    load = [ins for ins in b.instrs if ins.op == "dma_transpose"][0]
+    through_hbm = isa.instr_cost(load, c).occupancy_ns
+    busy_hbm, busy_res = hbm.busy_ns["dma"], resident.busy_ns["dma"]
+    assert busy_res > 0
+    assert busy_hbm - busy_res == pytest.approx(
+        # what residency saves: a's store, minus the slower on-chip transpose
+        isa.instr_cost([i for i in a.instrs if i.op == "dma_copy"][1], c).occupancy_ns
+        - through_hbm * (c.dma_transpose_efficiency_hbm / c.dma_transpose_efficiency_sbuf - 1), rel=1e-6)

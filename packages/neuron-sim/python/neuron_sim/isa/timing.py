@@ -405,7 +405,8 @@ class _Engines:
         visible by an earlier program; writes: that or the last read) and the program's own
         accesses are returned per key in ``before`` (key -> [write visible, read end]).
         ``on_chip`` = (keys loaded from SBUF, keys never stored): a transfer whose every HBM
-        access is to such a tensor moves nothing (the data stays in SBUF) but keeps its order."""
+        access is to such a tensor moves nothing (the data stays in SBUF) but keeps its order;
+        a transposing load of one is an SBUF-to-SBUF DMA transpose."""
         c = self.c
         instrs = program.instrs
         written = set()
@@ -432,7 +433,12 @@ class _Engines:
         for ins in instrs:
             ic = instr_cost(ins, c)
             if on_chip and ic.engine == "dma" and _stays_on_chip(ins, keys, loads_on_chip, stores_on_chip):
-                ic = InstrCost("dma", 0.0)
+                if ins.op == "dma_transpose":
+                    # The data is on chip in its producer's layout: an SBUF-to-SBUF transpose (C §4.5).
+                    ic = InstrCost("dma", ic.occupancy_ns * c.dma_transpose_efficiency_hbm /
+                                   c.dma_transpose_efficiency_sbuf, 0.0, ic.fixed_ns, ic.engines, 0)
+                else:
+                    ic = InstrCost("dma", 0.0)
             ready = self.floor
             rrects = [rect_of(a) for a in ins.reads if a.buf.phys in written]
             wrects = [rect_of(a) for a in ins.writes]
@@ -550,9 +556,9 @@ def schedule_graph(parts: Sequence, profile=None, keep=None) -> GraphSchedule:
     ``keep``: the keys of tensors that must reach HBM (the graph's inputs and outputs). Given,
     the graph's other tensors of at most ``graph_resident_fraction`` of SBUF stay on chip between
     kernels, as the compiler allocates them in SBUF: they are never stored, and a kernel reading
-    one an earlier kernel wrote loads nothing (it waits for the write all the same). A kept
-    tensor an earlier kernel wrote is stored and also read from SBUF. None: every tensor passes
-    through HBM."""
+    one an earlier kernel wrote loads nothing (it waits for the write all the same), except that
+    a transposing load still transposes, SBUF to SBUF. A kept tensor an earlier kernel wrote is
+    stored and also read from SBUF. None: every tensor passes through HBM."""
     eng = None
     after: dict = {}
     spans, n, nbytes, resident = [], 0, 0, 0
