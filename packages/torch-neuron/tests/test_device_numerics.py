@@ -467,9 +467,11 @@ def test_environment_variable_turns_the_mode_on_at_import():
 
 # Additive masks of the shapes models pass (padding rows (B, 1, 1, Sk), per-query (B, 1, Sq, Sk),
 # per-head, 2-D), with -inf entries and a fully masked query row (torch's safe softmax gives 0).
-# 600 keys take the kernel's online softmax over key blocks, 200 its one-pass softmax.
+# 600 keys take the kernel's online softmax over key blocks; 200 and 120 its one-pass softmax
+# with heads side by side (2 and 4 of the 6 batch-heads per group, the last group short).
 MASKS = {"padding": (2, 1, 1, 600), "per_query": (2, 1, 130, 600), "per_head": (1, 3, 130, 600),
-         "two_d": (130, 600), "padding_one_pass": (2, 1, 1, 200), "per_query_one_pass": (2, 1, 130, 200)}
+         "two_d": (130, 600), "padding_one_pass": (2, 1, 1, 200), "per_query_one_pass": (2, 1, 130, 200),
+         "per_head_one_pass": (1, 3, 130, 120)}
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -229,6 +229,59 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
             nl.store(out[b, q0:q0 + qs, :], nl.multiply(acc, inv, dtype=out.dtype))
             nl.store(lse_o[b, q0:q0 + qs, :], nl.add(m, nl.log(l)))
 
+    def heads_block(bs, q0, qs):
+        """One query block of the batch-heads ``bs`` whose keys fit one block, side by side along
+        the free dimension: their scores share one PSUM bank [qs, G * Sk], so the mask add, the
+        row maxima, the exponentials' biases, the normalisers and the log-sum-exps are one or G
+        instructions per group rather than per head."""
+        G = len(bs)
+        (off,) = _slot_offsets(d, bs[0] // G)
+        qT = nl.ndarray((off + d, G, qs), cdt)
+        kT = nl.ndarray((off + d, G, Sk), cdt)
+        for h, b in enumerate(bs):
+            nl.isa.dma_transpose(qT[off:off + d, h, :], q[b, q0:q0 + qs, :])
+            nl.isa.dma_transpose(kT[off:off + d, h, :], k[b, :, :])
+        yield
+        sg = nl.ndarray((qs, G * Sk), "float32", buffer=nl.psum)
+        for h in range(G):
+            nl.isa.nc_matmul(sg[:, h * Sk:(h + 1) * Sk], qT[off:off + d, h, :], kT[off:off + d, h, :])
+        yield
+        s3 = nl.ndarray((qs, G, Sk), "float32")
+        for h, b in enumerate(bs):
+            s3[:, h, :] = nl.add(sg[:, h * Sk:(h + 1) * Sk], add_mask(b, q0, qs, 0, Sk))
+        neg = nl.max(s3, axis=2, negate=True)                                     # [qs, G, 1]
+        bias = nl.ndarray((qs, G, 1), "float32")
+        nl.isa.tensor_scalar(bias, neg, "minimum", FMAX, op1="multiply", operand1=scale)   # see block()
+        yield
+        rowsum = nl.ndarray((qs, G), "float32")
+        p3 = nl.ndarray((qs, G, Sk), cdt)
+        for h in range(G):
+            nl.isa.activation(p3[:, h, :], s3[:, h, :], "exp", bias=bias[:, h, :], scale=scale, reduce_op="add",
+                              reduce_res=rowsum[:, h:h + 1])
+        yield
+        pv = nl.ndarray((qs, G * d), "float32", buffer=nl.psum)
+        for h, b in enumerate(bs):
+            for j, (j0, js) in enumerate(row_blocks(Sk, P)):
+                pT = nl.copy(nl.transpose(p3[:, h, j0:j0 + js]), dtype=cdt, engine="scalar")
+                vt = nl.load(v[b, j0:j0 + js, :], dtype=cdt)
+                nl.isa.nc_matmul(pv[:, h * d:(h + 1) * d], pT, vt, accumulate=j > 0)
+            yield
+        inv = nl.ndarray((qs, G), "float32")
+        nl.isa.tensor_scalar(inv, rowsum, "maximum", 1e-30, op1="divide", operand1=1.0, reverse1=True)
+        lse = nl.subtract(nl.log(rowsum), bias)                                    # [qs, G]
+        for h, b in enumerate(bs):
+            nl.store(out[b, q0:q0 + qs, :], nl.activation("copy", pv[:, h * d:(h + 1) * d],
+                                                             scale=inv[:, h:h + 1], dtype=out.dtype))
+            nl.store(lse_o[b, q0:q0 + qs, :], lse[:, h:h + 1])
+
+    # Heads side by side: one key block with a mask (a padding mask, as encoders pass), at
+    # least two heads' scores per PSUM bank, and their outputs in one more.
+    group = min(KB // Sk, KB // d, B) if (prescaled and heads == 1 and Sk <= KB) else 1
+    if group >= 2:
+        bgroups = [list(range(b0, min(B, b0 + group))) for b0 in range(0, B, group)]
+        _interleave((heads_block(bs, q0, qs) for bs in bgroups for q0, qs in row_blocks(Sq)), INTERLEAVE)
+        return out, lse_o
+
     # Two blocks in flight when each has one key block (the online-softmax state of longer key
     # ranges lives across iterations and would outgrow its tiles' rotating buffers).
     _interleave((block(b, q0, qs) for b in nl.affine_range(B) for q0, qs in row_blocks(Sq)),

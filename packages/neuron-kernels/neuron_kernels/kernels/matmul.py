@@ -2,8 +2,9 @@
 """Matrix multiplication kernels: matmul, batched matmul, linear (+bias).
 
 Tiling follows the NKI GEMM pattern (F §7): stationary tiles [K<=128, M<=128], moving tiles
-[K<=128, N<=512], FP32 accumulation over K in one PSUM bank, eviction PSUM->SBUF fused with
-the bias add and the output cast. The moving operand is loaded once per column block and
+[K<=128, N<=512], FP32 accumulation over K in one PSUM bank, eviction PSUM->SBUF with the
+output cast (a 16-bit bias joins the accumulation as a rank-1 matmul, a 32-bit one is added on
+the way out). The moving operand is loaded once per column block and
 reused for every row tile; row-major operands that TensorE needs K-major arrive through DMA
 transposes (up to 90% of DMA throughput on trn2, C §4.5), leaving TensorE to the matmuls.
 """
@@ -70,8 +71,15 @@ def mm_2d(a, b, out, transpose_a=False, transpose_b=False, bias=None):
                     rhs[:ks, kt, j:j + js] = nl.load_transpose2d(b[n0 + j:n0 + j + js, k0:k0 + ks], dtype=cdt)
             else:
                 rhs[:ks, kt, :] = nl.load(b[k0:k0 + ks, n0:n0 + nbw], dtype=cdt)
-        # The bias block in every row of a row tile, once per column block.
-        bias_t = broadcast_rows(bias[n0:n0 + nbw], min(M, P)) if bias is not None else None
+        # A 16-bit bias of 16-bit operands enters the accumulator as one more matmul, a ones
+        # column against the bias row (exact: the products are the bias values); the outputs then
+        # leave PSUM as plain copies, split between ScalarE and VectorE. Otherwise the bias block
+        # is put in every row of a row tile, once per column block, and added on VectorE.
+        bias_mm = bias is not None and cdt == bias.dtype and cdt in ("bfloat16", "float16")
+        if bias_mm:
+            bias_row = nl.load(bias[n0:n0 + nbw].broadcast_partitions(1), dtype=cdt)     # [1, nbw]
+            ones = nl.full((1, P), 1.0, cdt, bufs=1)
+        bias_t = broadcast_rows(bias[n0:n0 + nbw], min(M, P)) if bias is not None and not bias_mm else None
         for m in nl.affine_range(_cdiv(M, P)):
             m0, ms = m * P, min(P, M - m * P)
             lhsT = nl.ndarray((P, KT, P), cdt, buffer=nl.sbuf)
@@ -87,10 +95,12 @@ def mm_2d(a, b, out, transpose_a=False, transpose_b=False, bias=None):
                 for kt in nl.affine_range(KT):
                     ks = min(P, K - kt * P)
                     nl.isa.nc_matmul(acc, lhsT[:ks, kt, :ms], rhs[:ks, kt, j0:j0 + js], accumulate=kt > 0)
-                if bias is not None:
+                if bias_t is not None:
                     res = nl.add(acc, bias_t[:ms, j0:j0 + js], dtype=out.dtype)
                 else:
-                    res = nl.copy(acc, dtype=out.dtype)
+                    if bias_mm:
+                        nl.isa.nc_matmul(acc, ones[:, :ms], bias_row[:, j0:j0 + js], accumulate=True)
+                    res = nl.copy(acc, dtype=out.dtype, engine="scalar" if (m + j) % 2 else "vector")
                 nl.store(out[m0:m0 + ms, n0 + j0:n0 + j0 + js], res)
 
 

@@ -367,6 +367,23 @@ def _hbm_rect(a, row: int):
     return (b.phys, r0, r1 + 1, 0, row)
 
 
+def _transpose_on_chip(ins: Instr, c: _costs.CoreCosts) -> tuple[InstrCost, float]:
+    """A transposing load of a tensor already in SBUF, done the way on-chip data is transposed:
+    TensorE transposes 128 x 128 blocks into PSUM (C §4.3 nc_transpose), and a copy takes the
+    result out of PSUM (C §4.3 tensor_copy). Returns the TensorE cost and the copy's occupancy
+    (ns at ScalarE's clock, the slower of the two engines that may run it)."""
+    src, dst = ins.reads[0], ins.writes[0]
+    rows, cols = src.shape[0], src.shape[1]
+    fp32 = dst.buf.dtype == "float32"
+    per_block = max(min(rows, c.pe_rows), min(c.mm_init_cycles, min(cols, c.pe_rows)))
+    if fp32:
+        per_block *= c.mm_fp32_factor // (2 if c.core != "NC-v2" else 1)
+    blocks = -(-rows // c.pe_rows) * -(-cols // c.pe_rows)
+    copy_cycles = -(-cols // c.partitions) * (max(c.min_ii_cycles, rows) + c.access_overhead_cycles)
+    return (InstrCost("tensor", blocks * per_block / c.tensor_ghz, c.access_overhead_cycles / c.tensor_ghz),
+            copy_cycles / min(c.scalar_ghz, c.vector_ghz))
+
+
 def _stays_on_chip(ins: Instr, keys: dict, loads: set, stores: set) -> bool:
     """Whether DMA ``ins`` only loads tensors already in SBUF and stores tensors nobody reads
     from HBM (a graph's resident intermediates)."""
@@ -406,7 +423,7 @@ class _Engines:
         accesses are returned per key in ``before`` (key -> [write visible, read end]).
         ``on_chip`` = (keys loaded from SBUF, keys never stored): a transfer whose every HBM
         access is to such a tensor moves nothing (the data stays in SBUF) but keeps its order;
-        a transposing load of one is an SBUF-to-SBUF DMA transpose."""
+        a transposing load of one becomes a TensorE transpose and a PSUM copy."""
         c = self.c
         instrs = program.instrs
         written = set()
@@ -432,11 +449,10 @@ class _Engines:
         loads_on_chip, stores_on_chip = on_chip or ((), ())
         for ins in instrs:
             ic = instr_cost(ins, c)
+            evacuate = 0.0
             if on_chip and ic.engine == "dma" and _stays_on_chip(ins, keys, loads_on_chip, stores_on_chip):
                 if ins.op == "dma_transpose":
-                    # The data is on chip in its producer's layout: an SBUF-to-SBUF transpose (C §4.5).
-                    ic = InstrCost("dma", ic.occupancy_ns * c.dma_transpose_efficiency_hbm /
-                                   c.dma_transpose_efficiency_sbuf, 0.0, ic.fixed_ns, ic.engines, 0)
+                    ic, evacuate = _transpose_on_chip(ins, c)
                 else:
                     ic = InstrCost("dma", 0.0)
             ready = self.floor
@@ -482,6 +498,14 @@ class _Engines:
                 engine_free[ic.engine] = f
                 busy[ic.engine] += ic.occupancy_ns
                 vis = f + ic.latency_ns
+                if evacuate:
+                    # The PSUM result leaves through whichever of ScalarE and VectorE frees first.
+                    e = min(("scalar", "vector"), key=engine_free.get)
+                    s2 = max(vis, engine_free[e])
+                    f = s2 + evacuate
+                    engine_free[e] = f
+                    busy[e] += evacuate
+                    vis = f + c.access_overhead_cycles / _clock(c, e)
             for rect in rrects:
                 regions[rect[0]].record(rect, False, f, f)
             for rect in wrects:
@@ -556,9 +580,9 @@ def schedule_graph(parts: Sequence, profile=None, keep=None) -> GraphSchedule:
     ``keep``: the keys of tensors that must reach HBM (the graph's inputs and outputs). Given,
     the graph's other tensors of at most ``graph_resident_fraction`` of SBUF stay on chip between
     kernels, as the compiler allocates them in SBUF: they are never stored, and a kernel reading
-    one an earlier kernel wrote loads nothing (it waits for the write all the same), except that
-    a transposing load still transposes, SBUF to SBUF. A kept tensor an earlier kernel wrote is
-    stored and also read from SBUF. None: every tensor passes through HBM."""
+    one an earlier kernel wrote loads nothing (it waits for the write all the same); a
+    transposing load of one is a TensorE transpose and a copy out of PSUM. A kept tensor an
+    earlier kernel wrote is stored and also read from SBUF. None: every tensor passes through HBM."""
     eng = None
     after: dict = {}
     spans, n, nbytes, resident = [], 0, 0, 0
