@@ -6,13 +6,13 @@ import pytest
 from neuron_sim import isa
 
 
-def _scale(name, rows=128, cols=512, profile="trn2"):
-    """y = 2 * x: load, one VectorE op, store (x and y in HBM)."""
+def _scale(name, rows=128, cols=512, profile="trn2", transpose=False):
+    """y = 2 * x (x^T with ``transpose``, x square): load, one VectorE op, store (x and y in HBM)."""
     b = isa.ProgramBuilder(name, profile)
     x = b.hbm("x", (rows, cols), "float32", "input")
     y = b.hbm("y", (rows, cols), "float32", "output")
     t = b.alloc((rows, cols), "float32")
-    b.dma_copy(t, x)
+    (b.dma_transpose if transpose else b.dma_copy)(t, x)
     o = b.alloc((rows, cols), "float32")
     b.tensor_scalar(o, t, "multiply", 2.0)
     b.dma_copy(y, o)
@@ -113,23 +113,10 @@ def test_graph_transfers_stream_at_the_profiles_graph_rate():
     assert isa.schedule_graph([(p2, None)]).latency_ns == pytest.approx(isa.schedule(p2).latency_ns)
 
 
-def _transposed_scale(name, n=128, profile="trn2"):
-    """y = 2 * x^T: a transposing load, one VectorE op, a store."""
-    b = isa.ProgramBuilder(name, profile)
-    x = b.hbm("x", (n, n), "float32", "input")
-    y = b.hbm("y", (n, n), "float32", "output")
-    t = b.alloc((n, n), "float32")
-    b.dma_transpose(t, x)
-    o = b.alloc((n, n), "float32")
-    b.tensor_scalar(o, t, "multiply", 2.0)
-    b.dma_copy(y, o)
-    return b.finish()
-
-
 def test_a_resident_tensor_read_transposed_is_transposed_on_tensore():
     """A transposing load of a tensor in SBUF moves nothing through the DMA engines: TensorE
     transposes it into PSUM and ScalarE or VectorE copies it out."""
-    a, b = _scale("a", cols=128), _transposed_scale("b")
+    a, b = _scale("a", cols=128), _scale("b", cols=128, transpose=True)
     parts = [(a, _keys(a, "x", "h")), (b, _keys(b, "h", "y"))]
     hbm, resident = isa.schedule_graph(parts, None, None), isa.schedule_graph(parts, None, {"x", "y"})
     tile = 128 * 128 * 4
