@@ -371,7 +371,7 @@ def _transpose_on_chip(ins: Instr, c: _costs.CoreCosts) -> tuple[InstrCost, floa
     """A transposing load of a tensor already in SBUF, done the way on-chip data is transposed:
     TensorE transposes 128 x 128 blocks into PSUM (C §4.3 nc_transpose), and a copy takes the
     result out of PSUM (C §4.3 tensor_copy). Returns the TensorE cost and the copy's occupancy
-    (ns at ScalarE's clock, the slower of the two engines that may run it)."""
+    (ns at the slower clock of ScalarE and VectorE, either of which may run it)."""
     src, dst = ins.reads[0], ins.writes[0]
     rows, cols = src.shape[0], src.shape[1]
     fp32 = dst.buf.dtype == "float32"
