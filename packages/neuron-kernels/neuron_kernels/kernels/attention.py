@@ -77,7 +77,7 @@ class _ScaledMasks:
     rotating buffers, evicted in the order the site reuses them; at most ``INTERLEAVE`` blocks
     are in flight, so an evicted tile has no reader left."""
 
-    SLOTS = 3   # INTERLEAVE + 1
+    SLOTS = INTERLEAVE + 1
 
     def __init__(self, mask, mask_div, mask_mod, inv_scale):
         self.mask, self.div, self.mod, self.inv = mask, mask_div, mask_mod, inv_scale
@@ -126,6 +126,25 @@ def _masks(mask, heads, Sq, Sk, causal, mask_div, mask_mod, scale=None):
     if mask is not None:
         return (lambda b, q0, qs, k0, ks: _mask_tile(mask, b, q0, qs, k0, ks, mask_div, mask_mod)), causal, False
     return None, causal, False
+
+
+def _exp_bias(neg, scale, shape):
+    """The exponential's bias -scale * max from a negated row max ``neg``: clamped first, so that
+    a row whose keys are all -inf (max -inf) gets a finite bias, probabilities 0 and output 0
+    (torch's safe softmax)."""
+    bias = nl.ndarray(shape, "float32")
+    nl.isa.tensor_scalar(bias, neg, "minimum", FMAX, op1="multiply", operand1=scale)
+    return bias
+
+
+def _inverse(l, shape, masked):
+    """1 / l; with a mask, l of a fully masked row is 0 and is raised to 1e-30 first."""
+    inv = nl.ndarray(shape, "float32")
+    if masked:
+        nl.isa.tensor_scalar(inv, l, "maximum", 1e-30, op1="divide", operand1=1.0, reverse1=True)
+    else:
+        nl.isa.tensor_scalar(inv, l, "divide", 1.0, reverse0=True)
+    return inv
 
 
 @nl.jit
@@ -177,22 +196,15 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
                     s = nl.add(s if sc == 1.0 else nl.multiply(s, sc), add_mask(b, q0, qs, k0, ks))
                     sc = 1.0
             if one_pass:
-                # The whole row at once: the exponential's bias -scale * max comes straight from
-                # the reduction. A row whose keys are all -inf has max -inf: the bias is clamped
-                # to a finite value, so its probabilities are 0 and its output 0 (torch's safe
-                # softmax).
+                # The whole row at once: the exponential's bias comes straight from the reduction.
                 neg = nl.max(s, axis=1, negate=True)
-                if add_mask is not None or sc != 1.0:
-                    bias = nl.ndarray((qs, 1), "float32")
-                    nl.isa.tensor_scalar(bias, neg, "minimum", FMAX, op1="multiply", operand1=sc)
-                else:
-                    bias = neg
+                bias = _exp_bias(neg, sc, (qs, 1)) if add_mask is not None or sc != 1.0 else neg
             else:
                 bm = nl.max(s, axis=1)
                 bm = nl.multiply(bm, sc) if sc != 1.0 else bm
                 m_new = bm if m is None else nl.maximum(m, bm)
                 if add_mask is not None:
-                    m_new = nl.maximum(m_new, -FMAX)      # see above
+                    m_new = nl.maximum(m_new, -FMAX)      # see _exp_bias
                 bias = nl.multiply(m_new, -1.0)
             yield
             rowsum = nl.ndarray((qs, 1), "float32")
@@ -216,11 +228,7 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
             if not one_pass:
                 m = m_new
             yield
-        inv = nl.ndarray((qs, 1), "float32")
-        if add_mask is not None:
-            nl.isa.tensor_scalar(inv, l, "maximum", 1e-30, op1="divide", operand1=1.0, reverse1=True)
-        else:
-            nl.isa.tensor_scalar(inv, l, "divide", 1.0, reverse0=True)
+        inv = _inverse(l, (qs, 1), add_mask is not None)
         if one_pass:
             # out = acc / l read from PSUM by ScalarE; lse = scale * max + log(l) = log(l) - bias.
             nl.store(out[b, q0:q0 + qs, :], nl.activation("copy", acc, scale=inv, dtype=out.dtype))
@@ -249,9 +257,7 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
         s3 = nl.ndarray((qs, G, Sk), "float32")
         for h, b in enumerate(bs):
             s3[:, h, :] = nl.add(sg[:, h * Sk:(h + 1) * Sk], add_mask(b, q0, qs, 0, Sk))
-        neg = nl.max(s3, axis=2, negate=True)                                     # [qs, G, 1]
-        bias = nl.ndarray((qs, G, 1), "float32")
-        nl.isa.tensor_scalar(bias, neg, "minimum", FMAX, op1="multiply", operand1=scale)   # see block()
+        bias = _exp_bias(nl.max(s3, axis=2, negate=True), scale, (qs, G, 1))
         yield
         rowsum = nl.ndarray((qs, G), "float32")
         p3 = nl.ndarray((qs, G, Sk), cdt)
@@ -266,8 +272,7 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
                 vt = nl.load(v[b, j0:j0 + js, :], dtype=cdt)
                 nl.isa.nc_matmul(pv[:, h * d:(h + 1) * d], pT, vt, accumulate=j > 0)
             yield
-        inv = nl.ndarray((qs, G), "float32")
-        nl.isa.tensor_scalar(inv, rowsum, "maximum", 1e-30, op1="divide", operand1=1.0, reverse1=True)
+        inv = _inverse(rowsum, (qs, G), True)
         lse = nl.subtract(nl.log(rowsum), bias)                                    # [qs, G]
         for h, b in enumerate(bs):
             nl.store(out[b, q0:q0 + qs, :], nl.activation("copy", pv[:, h * d:(h + 1) * d],
