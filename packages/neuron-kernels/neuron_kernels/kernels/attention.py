@@ -37,7 +37,27 @@ def _load_t(src, dtype, off):
     return view
 
 
+def _transposed(tiles, dtype, engine="scalar", out=None):
+    """SBUF tiles [r_i, C] (r_i <= 128) side by side, transposed: one SBUF tile [C, sum r_i]
+    (``out`` when given). Each is transposed on TensorE into one PSUM tile (one bank:
+    sum r_i <= 512) that a single copy on ``engine`` evacuates. The tiles come from plain row
+    loads, which spread over all 16 DMA engines; a DMA transpose of a [r, C] block runs on C / 8
+    of them with a descriptor per element (C §4.5), which made it the slowest step of
+    short-head attention."""
+    C = tiles[0].shape[1]
+    ps = nl.ndarray((C, sum(t.shape[0] for t in tiles)), "float32", buffer=nl.psum, bufs=1)
+    o = 0
+    for t in tiles:
+        nl.isa.nc_transpose(ps[:, o:o + t.shape[0]], t)
+        o += t.shape[0]
+    if out is None:
+        return nl.copy(ps, dtype=dtype, engine=engine)
+    nl.isa.tensor_copy(out, ps, engine=engine)
+    return out
+
+
 INTERLEAVE = 2   # independent blocks whose instruction streams are issued interleaved
+HOIST_BYTES = 64 * 1024   # SBUF bytes per partition sdpa_bwd may keep for a batch-head's query side
 
 
 def _interleave(blocks, width):
@@ -317,6 +337,9 @@ def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_
     dv_o = nl.ndarray((B, Sk, d), v.dtype, buffer=nl.shared_hbm)
     qblocks = row_blocks(Sq)
     nqb = len(qblocks)
+    # With several key blocks, each batch-head's query side (Q and dO rows and their transposes)
+    # is loaded and transposed once and kept on chip for all of them, when it fits.
+    hoist = len(row_blocks(Sk)) > 1 and nqb * 2 * (d + P) * (4 if cdt == "float32" else 2) <= HOIST_BYTES
     for b in nl.affine_range(B):
         # Per query block: -lse and D = rowsum(dO * O), kept on chip for every key block.
         neg_lse = nl.ndarray((P, nqb), "float32", bufs=1)
@@ -329,23 +352,33 @@ def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_
             prod = nl.multiply(nl.load(dout[b, q0:q0 + qs, :], dtype="float32"),
                                nl.load(out[b, q0:q0 + qs, :], dtype="float32"))
             dsum[:qs, i:i + 1] = nl.sum(prod, axis=1)
-        s_off, p_off = _slot_offsets(d, b, 2)   # slots of the (q, k) and (dO, v) operand pairs
+        if hoist:
+            rows = nl.ndarray((P, nqb, 2, d), cdt, bufs=1)                          # Q | dO per query block
+            rowsT = nl.ndarray((d, nqb, 2 * P), cdt, bufs=1)                        # Q^T | dO^T
+            for i, (q0, qs) in enumerate(qblocks):
+                nl.isa.dma_copy(rows[:qs, i, 0, :], q[b, q0:q0 + qs, :])
+                nl.isa.dma_copy(rows[:qs, i, 1, :], dout[b, q0:q0 + qs, :])
+                _transposed((rows[:qs, i, 0, :], rows[:qs, i, 1, :]), cdt, out=rowsT[:, i, :2 * qs])
         for k0, ks in row_blocks(Sk):
-            kT = _load_t(k[b, k0:k0 + ks, :], cdt, s_off)                            # [d, ks]
-            vT = _load_t(v[b, k0:k0 + ks, :], cdt, p_off)                            # [d, ks]
             kt = nl.load(k[b, k0:k0 + ks, :], dtype=cdt)                            # [ks, d]
-            # PSUM: dK, dV accumulators (1 bank each) + S, dP (2 each) + dS^T, dQ part (1 each) = 8 banks.
-            dk_ps = nl.ndarray((ks, d), "float32", buffer=nl.psum, bufs=1)
-            dv_ps = nl.ndarray((ks, d), "float32", buffer=nl.psum, bufs=1)
+            kvT = _transposed((kt, nl.load(v[b, k0:k0 + ks, :], dtype=cdt)), cdt)   # [d, 2 ks]: K^T | V^T
+            # PSUM: dK | dV accumulators (1 bank) + S | dP (2) + dS^T, dQ part, and the two
+            # transposed operand pairs (1 each) = 7 banks.
+            dkv_ps = nl.ndarray((ks, 2 * d), "float32", buffer=nl.psum, bufs=1)
             first = True
             for i, (q0, qs) in enumerate(qblocks):
                 if causal and q0 + qs <= k0:
                     continue                                                       # block fully masked
-                qT = _load_t(q[b, q0:q0 + qs, :], cdt, s_off)                        # [d, qs]
-                qt = nl.load(q[b, q0:q0 + qs, :], dtype=cdt)                        # [qs, d]
-                doT = _load_t(dout[b, q0:q0 + qs, :], cdt, p_off)                    # [d, qs]
-                dot = nl.load(dout[b, q0:q0 + qs, :], dtype=cdt)                    # [qs, d]
-                s = nl.matmul(qT, kT, transpose_x=True)                              # [qs, ks]
+                if hoist:
+                    qt, dot, qdT = rows[:qs, i, 0, :], rows[:qs, i, 1, :], rowsT[:, i, :2 * qs]
+                else:
+                    qt = nl.load(q[b, q0:q0 + qs, :], dtype=cdt)                    # [qs, d]
+                    dot = nl.load(dout[b, q0:q0 + qs, :], dtype=cdt)                # [qs, d]
+                    qdT = _transposed((qt, dot), cdt)                               # [d, 2 qs]: Q^T | dO^T
+                sdp = nl.ndarray((qs, 2 * ks), "float32", buffer=nl.psum)           # S | dP = dO V^T
+                nl.isa.nc_matmul(sdp[:, :ks], qdT[:, :qs], kvT[:, :ks])
+                nl.isa.nc_matmul(sdp[:, ks:], qdT[:, qs:], kvT[:, ks:])
+                s = sdp[:, :ks]
                 if causal and k0 + ks > q0:
                     rel = nl.iota((qs, ks), "float32", base=q0 - k0, partition_step=1, free_step=-1)
                     s = nl.add(s, nl.multiply(nl.less(rel, 0.0), NEG / scale))
@@ -354,10 +387,9 @@ def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_
                 p = nl.activation("exp", s, bias=neg_lse[:qs, i:i + 1],
                                   scale=1.0 if add_mask is not None else scale)     # fp32 probabilities
                 p_c = nl.copy(p, dtype=cdt)
-                nl.isa.nc_matmul(dv_ps, p_c, dot, accumulate=not first)               # dV += P^T dO
-                dp = nl.matmul(doT, vT, transpose_x=True)                            # [qs, ks] = dO V^T
-                ds = nl.multiply(nl.multiply(nl.subtract(dp, dsum[:qs, i:i + 1]), p), scale, dtype=cdt)
-                nl.isa.nc_matmul(dk_ps, ds, qt, accumulate=not first)                # dK += dS^T Q
+                nl.isa.nc_matmul(dkv_ps[:, d:], p_c, dot, accumulate=not first)       # dV += P^T dO
+                ds = nl.multiply(nl.multiply(nl.subtract(sdp[:, ks:], dsum[:qs, i:i + 1]), p), scale, dtype=cdt)
+                nl.isa.nc_matmul(dkv_ps[:, :d], ds, qt, accumulate=not first)        # dK += dS^T Q
                 dsT = nl.copy(nl.transpose(ds, bufs=1), dtype=cdt)                   # [ks, qs]
                 dq_part = nl.matmul(dsT, kt, transpose_x=True, bufs=1)               # [qs, d] = dS K
                 dq_acc[:qs, i, :] = nl.add(dq_acc[:qs, i, :], dq_part)
@@ -366,8 +398,9 @@ def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_
                 nl.store(dk_o[b, k0:k0 + ks, :], nl.zeros((ks, d), dk_o.dtype))
                 nl.store(dv_o[b, k0:k0 + ks, :], nl.zeros((ks, d), dv_o.dtype))
             else:
-                nl.store(dk_o[b, k0:k0 + ks, :], nl.copy(dk_ps, dtype=dk_o.dtype))
-                nl.store(dv_o[b, k0:k0 + ks, :], nl.copy(dv_ps, dtype=dv_o.dtype))
+                dkv = nl.copy(dkv_ps, dtype=dk_o.dtype)
+                nl.store(dk_o[b, k0:k0 + ks, :], dkv[:, :d])
+                nl.store(dv_o[b, k0:k0 + ks, :], dkv[:, d:])
         for i, (q0, qs) in enumerate(qblocks):
             nl.store(dq_o[b, q0:q0 + qs, :], nl.copy(dq_acc[:qs, i, :], dtype=dq_o.dtype))
     return dq_o, dk_o, dv_o
