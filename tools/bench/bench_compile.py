@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """torch.compile(backend=BACKEND) against eager on the demo char-GPT, as ratios measured in one run.
 
-Three copies of one model train on the same batches: eager; with the forward + loss compiled
+Four copies of one model train on the same batches: eager; with the forward + loss compiled
 (the optimizer step and gradient clipping eager); and with the optimizer step compiled too, as
 PyTorch documents it (``torch.compile`` of a function calling ``opt.step()``; clipping stays
-eager). Steps alternate between the three after warm-up; per step it reads the simulated device time (device clock), the launches placed
+eager); and, for scale, the forward + loss under torch's own ``backend="aot_eager"`` (Dynamo and
+AOTAutograd running the unfused ATen graph), whose host time is the floor torch.compile's
+runtime sets for any backend. Steps alternate between the three after warm-up; per step it reads the simulated device time (device clock), the launches placed
 on the timeline (neuron-sim's launch counter) and the host wall time. At the end the optimizer
 step alone, eager against compiled, is timed on the host (calls alternating).
 
@@ -77,13 +79,14 @@ def main(argv=None) -> int:
     ids, _ = demo.load_corpus()
     torch.manual_seed(1234)
     base = demo.CharGPT(cfg)
-    m_e, m_c, m_o = (copy.deepcopy(base).to(device) for _ in range(3))
-    o_e, o_c, o_o = demo.make_optimizer(m_e), demo.make_optimizer(m_c), demo.make_optimizer(m_o)
+    m_e, m_c, m_o, m_a = (copy.deepcopy(base).to(device) for _ in range(4))
+    o_e, o_c, o_o, o_a = (demo.make_optimizer(m) for m in (m_e, m_c, m_o, m_a))
     # One compiled function per compiled model, as in a user's loop: Dynamo caches per code
     # object, and one function compiled for two models would test the other model's guards first
     # on every call.
     compiled = torch.compile(loss_of, backend=BACKEND)
     compiled_o = torch.compile(lambda model, x, y: loss_of(model, x, y), backend=BACKEND)
+    compiled_a = torch.compile(lambda model, x, y: loss_of(model, x, y), backend="aot_eager")
 
     @torch.compile(backend=BACKEND)
     def opt_step():
@@ -100,11 +103,12 @@ def main(argv=None) -> int:
         e = measure(lambda x=x, y=y: step(loss_of, m_e, o_e, x, y, args.amp), device)
         c = measure(lambda x=x, y=y: step(compiled, m_c, o_c, x, y, args.amp), device)
         o = measure(lambda x=x, y=y: step(compiled_o, m_o, o_o, x, y, args.amp, opt_step), device)
+        a = measure(lambda x=x, y=y: step(compiled_a, m_a, o_a, x, y, args.amp), device)
         if i == 0:
             compile_s = c[3]   # the first compiled step: Dynamo + AOT + lowering + kernel generation
             compile_opt_s = o[3]  # its own Dynamo pass over opt.step, plus the model's graph for m_o
         if i >= args.warmup:
-            rows.append((e, c, o))
+            rows.append((e, c, o, a))
     med = statistics.median
     # The optimizer step alone (after the last step's backward), host time: eager's against the
     # compiled one, called alternately.
@@ -121,6 +125,7 @@ def main(argv=None) -> int:
     la_e, la_c, la_o = (med(r[k][2] for r in rows) for k in range(3))
     wall_ratio = med(r[1][3] / r[0][3] for r in rows)
     wall_o = med(r[2][3] / r[0][3] for r in rows)
+    wall_a = med(r[3][3] / r[0][3] for r in rows)
     loss_diff = max(abs(r[0][0] - r[1][0]) for r in rows)
     loss_diff_o = max(abs(r[0][0] - r[2][0]) for r in rows)
     s = torch_neuron.compile_stats()
@@ -135,6 +140,8 @@ def main(argv=None) -> int:
     print(f"{'host wall time per step (median ratio)':<44} {med(r[0][3] for r in rows) * 1e3:>10.1f}ms "
           f"{med(r[1][3] for r in rows) * 1e3:>10.1f}ms {wall_ratio:>8.3f} {'<= 1.1':>8} "
           f"{med(r[2][3] for r in rows) * 1e3:>10.1f}ms {wall_o:>8.3f}")
+    print(f"{'  same step, backend=aot_eager (median ratio)':<44} {'':>12} "
+          f"{med(r[3][3] for r in rows) * 1e3:>10.1f}ms {wall_a:>8.3f}")
     print(f"{'host time of opt.step alone (median ratio)':<44} {med(opt_e) * 1e3:>10.2f}ms {'':>12} {'':>8} "
           f"{'':>8} {med(opt_c) * 1e3:>10.2f}ms {med(c / e for c, e in zip(opt_c, opt_e)):>8.3f}")
     print(f"{'HBM bytes of the fused chains (all steps)':<44} {per_step_hbm[1]:>12} {per_step_hbm[0]:>12} "
