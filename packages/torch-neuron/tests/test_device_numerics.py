@@ -468,23 +468,24 @@ def test_environment_variable_turns_the_mode_on_at_import():
 # Additive masks of the shapes models pass (padding rows (B, 1, 1, Sk), per-query (B, 1, Sq, Sk),
 # per-head, 2-D), with -inf entries and a fully masked query row (torch's safe softmax gives 0).
 # 600 keys take the kernel's online softmax over key blocks; 200 and 120 its one-pass softmax
-# with heads side by side (2 and 4 of the 6 batch-heads per group, the last group short).
+# with heads side by side (2 and 4 of the 6 batch-heads per group, the last group short). The
+# "short" cases have 100 queries and 90 keys: one block each, the backward's interleaved path.
 MASKS = {"padding": (2, 1, 1, 600), "per_query": (2, 1, 130, 600), "per_head": (1, 3, 130, 600),
          "two_d": (130, 600), "padding_one_pass": (2, 1, 1, 200), "per_query_one_pass": (2, 1, 130, 200),
-         "per_head_one_pass": (1, 3, 130, 120)}
+         "per_head_one_pass": (1, 3, 130, 120), "per_query_short": (2, 1, 100, 90), "per_head_short": (1, 3, 100, 90)}
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("mask", sorted(MASKS))
 def test_masked_attention_forward_and_backward_come_from_the_tile_kernel(mask, dtype, numerics):
     shape = MASKS[mask]
-    sk = shape[-1]
-    q, k, v = _rand((2, 3, 130, 32), dtype, 1), _rand((2, 3, sk, 32), dtype, 2), _rand((2, 3, sk, 32), dtype, 3)
+    sq, sk = (100 if mask.endswith("short") else 130), shape[-1]
+    q, k, v = _rand((2, 3, sq, 32), dtype, 1), _rand((2, 3, sk, 32), dtype, 2), _rand((2, 3, sk, 32), dtype, 3)
     m = _rand(shape, dtype, 4)
     m.masked_fill_(_rand(shape, torch.float32, 5) > 0.5, float("-inf"))
     if len(shape) == 4 and shape[2] > 1:
         m[..., 7, :] = float("-inf")
-    g = _rand((2, 3, 130, 32), dtype, 6)
+    g = _rand((2, 3, sq, 32), dtype, 6)
 
     def run(*ts):
         q, k, v = (t.detach().requires_grad_() for t in ts[:3])

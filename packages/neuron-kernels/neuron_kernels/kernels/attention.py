@@ -37,7 +37,7 @@ def _load_t(src, dtype, off):
     return view
 
 
-def _transposed(tiles, dtype, engine="scalar", out=None):
+def _transposed(tiles, dtype, engine="scalar", out=None, bufs=1):
     """SBUF tiles [r_i, C] (r_i <= 128) side by side, transposed: one SBUF tile [C, sum r_i]
     (``out`` when given). Each is transposed on TensorE into one PSUM tile (one bank:
     sum r_i <= 512) that a single copy on ``engine`` evacuates. The tiles come from plain row
@@ -45,7 +45,7 @@ def _transposed(tiles, dtype, engine="scalar", out=None):
     of them with a descriptor per element (C §4.5), which made it the slowest step of
     short-head attention."""
     C = tiles[0].shape[1]
-    ps = nl.ndarray((C, sum(t.shape[0] for t in tiles)), "float32", buffer=nl.psum, bufs=1)
+    ps = nl.ndarray((C, sum(t.shape[0] for t in tiles)), "float32", buffer=nl.psum, bufs=bufs)
     o = 0
     for t in tiles:
         nl.isa.nc_transpose(ps[:, o:o + t.shape[0]], t)
@@ -57,6 +57,7 @@ def _transposed(tiles, dtype, engine="scalar", out=None):
 
 
 INTERLEAVE = 2   # independent blocks whose instruction streams are issued interleaved
+SHORT_INTERLEAVE = 4   # sdpa_bwd blocks in flight when queries and keys fit one block (2 PSUM banks each)
 HOIST_BYTES = 64 * 1024   # SBUF bytes per partition sdpa_bwd may keep for a batch-head's query side
 
 
@@ -314,7 +315,7 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
     return out, lse_o
 
 
-@nl.jit
+@nl.jit(default_bufs=4)   # loop tiles rotate over SHORT_INTERLEAVE buffers (see short() below)
 def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_div=1, mask_mod=1, heads=1):
     """Gradients (dq, dk, dv) of sdpa_fwd, recomputing P = exp(scale * q k^T (+ mask) - lse) per block
     (no gradient for the mask).
@@ -337,6 +338,58 @@ def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_
     dv_o = nl.ndarray((B, Sk, d), v.dtype, buffer=nl.shared_hbm)
     qblocks = row_blocks(Sq)
     nqb = len(qblocks)
+
+    def short(b):
+        """Batch-head ``b`` when its queries and keys fit one block each (packed heads, short
+        sequences); yields between dependent stages (see _interleave). Two PSUM banks per block:
+        Q^T | dO^T | K^T | V^T in one, S | dP | dK | dV | dS^T | dQ in the other, so that
+        ``SHORT_INTERLEAVE`` blocks are in flight."""
+        neg = nl.multiply(nl.load(lse[b, :, :]), -1.0)
+        if add_mask is not None:
+            neg = nl.minimum(neg, FMAX)             # a fully masked row (see the general path)
+        qt = nl.load(q[b, :, :], dtype=cdt)                                          # [Sq, d]
+        dot = nl.load(dout[b, :, :], dtype=cdt)
+        kt = nl.load(k[b, :, :], dtype=cdt)                                          # [Sk, d]
+        vt = nl.load(v[b, :, :], dtype=cdt)
+        # D = rowsum(dO * O) in fp32 (dO's own values: the compute copy when it has dO's dtype).
+        do32 = dot if dout.dtype == cdt else nl.load(dout[b, :, :], dtype="float32")
+        dsum = nl.sum(nl.multiply(do32, nl.load(out[b, :, :], dtype="float32"), dtype="float32"), axis=1)
+        yield
+        T = _transposed((qt, dot, kt, vt), cdt, bufs=SHORT_INTERLEAVE)              # [d, 2 Sq + 2 Sk]
+        qT, doT, kT, vT = T[:, :Sq], T[:, Sq:2 * Sq], T[:, 2 * Sq:2 * Sq + Sk], T[:, 2 * Sq + Sk:]
+        yield
+        ps = nl.ndarray((P, 2 * Sk + 2 * d + Sq + d), "float32", buffer=nl.psum, bufs=SHORT_INTERLEAVE)
+        o = 2 * Sk
+        sdp, dkv, pq = ps[:Sq, :o], ps[:Sk, o:o + 2 * d], ps[:, o + 2 * d:]          # S | dP, dK | dV, dS^T | dQ
+        nl.isa.nc_matmul(sdp[:, :Sk], qT, kT)
+        nl.isa.nc_matmul(sdp[:, Sk:], doT, vT)                                       # dP = dO V^T
+        yield
+        s = sdp[:, :Sk]
+        if causal:
+            rel = nl.iota((Sq, Sk), "float32", base=0, partition_step=1, free_step=-1)
+            s = nl.add(s, nl.multiply(nl.less(rel, 0.0), NEG / scale))
+        if add_mask is not None:
+            s = nl.add(nl.multiply(s, scale), add_mask(b, 0, Sq, 0, Sk))
+        p = nl.activation("exp", s, bias=neg, scale=1.0 if add_mask is not None else scale)
+        p_c = nl.copy(p, dtype=cdt)
+        ds = nl.multiply(nl.multiply(nl.subtract(sdp[:, Sk:], dsum), p), scale, dtype=cdt)
+        yield
+        nl.isa.nc_matmul(dkv[:, d:], p_c, dot)                                       # dV = P^T dO
+        nl.isa.nc_matmul(dkv[:, :d], ds, qt)                                         # dK = dS^T Q
+        nl.isa.nc_transpose(pq[:Sk, :Sq], ds)
+        dsT = nl.copy(pq[:Sk, :Sq], dtype=cdt)                                       # [Sk, Sq]
+        yield
+        nl.isa.nc_matmul(pq[:Sq, Sq:], dsT, kt)                                      # dQ = dS K
+        grads = nl.copy(dkv, dtype=dk_o.dtype, engine="scalar")
+        nl.store(dk_o[b, :, :], grads[:, :d])
+        nl.store(dv_o[b, :, :], grads[:, d:])
+        yield
+        nl.store(dq_o[b, :, :], nl.copy(pq[:Sq, Sq:], dtype=dq_o.dtype))
+
+    if Sq <= P and Sk <= P and 2 * Sk + 3 * d + Sq <= KB:      # the two banks of short() hold it
+        _interleave((short(b) for b in nl.affine_range(B)), SHORT_INTERLEAVE)
+        return dq_o, dk_o, dv_o
+
     # With several key blocks, each batch-head's query side (Q and dO rows and their transposes)
     # is loaded and transposed once and kept on chip for all of them, when it fits.
     hoist = len(row_blocks(Sk)) > 1 and nqb * 2 * (d + P) * (4 if cdt == "float32" else 2) <= HOIST_BYTES
@@ -375,7 +428,7 @@ def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_
                     qt = nl.load(q[b, q0:q0 + qs, :], dtype=cdt)                    # [qs, d]
                     dot = nl.load(dout[b, q0:q0 + qs, :], dtype=cdt)                # [qs, d]
                     qdT = _transposed((qt, dot), cdt)                               # [d, 2 qs]: Q^T | dO^T
-                sdp = nl.ndarray((qs, 2 * ks), "float32", buffer=nl.psum)           # S | dP = dO V^T
+                sdp = nl.ndarray((qs, 2 * ks), "float32", buffer=nl.psum, bufs=2)   # S | dP = dO V^T
                 nl.isa.nc_matmul(sdp[:, :ks], qdT[:, :qs], kvT[:, :ks])
                 nl.isa.nc_matmul(sdp[:, ks:], qdT[:, qs:], kvT[:, ks:])
                 s = sdp[:, :ks]
