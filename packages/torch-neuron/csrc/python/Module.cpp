@@ -204,6 +204,12 @@ PYBIND11_MODULE(_C, m) {
     for (const auto& t : ts) out.push_back(host_alias_of(t));
     return out;
   });
+  // While set, this thread's CPU allocations come from the device's memory (as during eager
+  // host execution): a fused chain's intermediates live in device memory like eager's. Returns
+  // the previous device (-1: none).
+  m.def("exchange_execution_device", [](int device) {
+    return static_cast<int>(exchange_execution_device(static_cast<c10::DeviceIndex>(device)));
+  });
   // A compiled graph's run: its launches are counted but not placed until the end.
   m.def("begin_deferred_launches", [] { begin_deferred_launches(); });
   // Ends deferral and returns (op, device, kernel ns, native) per deferred launch, in issue

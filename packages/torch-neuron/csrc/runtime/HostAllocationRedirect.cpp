@@ -75,6 +75,12 @@ void install_host_allocation_redirect() {
 
 c10::DeviceIndex execution_device() { return t_exec_device; }
 
+c10::DeviceIndex exchange_execution_device(c10::DeviceIndex device) {
+  const c10::DeviceIndex prev = t_exec_device;
+  t_exec_device = device;
+  return prev;
+}
+
 ExecutionDeviceScope::ExecutionDeviceScope(c10::DeviceIndex device) : prev_(t_exec_device) {
   t_exec_device = device;
 }

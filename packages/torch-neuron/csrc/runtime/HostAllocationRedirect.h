@@ -15,6 +15,9 @@ void install_host_allocation_redirect();
 
 // This thread's execution device, -1 outside host execution.
 c10::DeviceIndex execution_device();
+// Sets this thread's execution device (-1: none) and returns the previous one, for callers
+// that cannot hold an ExecutionDeviceScope (Python).
+c10::DeviceIndex exchange_execution_device(c10::DeviceIndex device);
 
 // Sets this thread's execution device for the scope's lifetime; scopes nest.
 class ExecutionDeviceScope {

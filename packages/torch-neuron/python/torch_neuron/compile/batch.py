@@ -164,12 +164,14 @@ class KernelBatch:
         grad = torch.is_grad_enabled()
         if grad:
             torch.set_grad_enabled(False)
+        prev = _C.exchange_execution_device(dev.index)     # scratch in device memory (FusedKernel)
         try:
             vals = self._plan.run(columns)
             for k, (v, written) in enumerate(zip(vals, members[0].written)):
                 if not written:
                     torch._foreach_copy_(columns[n_in + k], v)
         finally:
+            _C.exchange_execution_device(prev)
             if grad:
                 torch.set_grad_enabled(True)
         it = iter(fresh)
