@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Lowering one AOTAutograd graph: an ordered list of named, pure passes with dumpable forms.
 
-    specialize -> split_foreach -> classify -> fuse -> generate -> lower -> batch
+    specialize -> split_foreach -> drop_noops -> classify -> fuse -> generate -> lower -> batch
 
 Each pass takes a ``Lowering`` and returns a new one (the input graph is never edited), and
 ``Lowering.dump()`` prints what a pass produced. The pipeline runs once per concrete input
@@ -95,6 +95,60 @@ def split_foreach(lw: Lowering, args=None) -> Lowering:
     gm, count = foreach.stack_scalars(gm)
     stats.add("foreach_stacked", count)
     return dataclasses.replace(lw, gm=gm)
+
+
+_NOOPS = (torch.ops.aten.clone.default, torch.ops.aten.alias.default)
+
+
+def _writes(n) -> bool:
+    """An op that writes one of its operands (an in-place or out= form)."""
+    t = n.target
+    return isinstance(t, torch._ops.OpOverload) and any(
+        a.alias_info is not None and a.alias_info.is_write for a in t._schema.arguments)
+
+
+def drop_noops(lw: Lowering, args=None) -> Lowering:
+    """``clone`` and ``alias`` of a value the graph computed, replaced by that value: a
+    functionalized graph never writes a value once it is made, so the copy only costs a host
+    copy and a stored result on the device. Dropout with p=0 in training decomposes to such a
+    clone (the demo model and Hugging Face attention have them). Kept when the value is (a view
+    of) a graph input, when the copy changes strides, when the copy is a graph output and so is
+    another view of the same memory (two outputs would share it), or when an op writes into the
+    copy or the value."""
+    graph = fx.Graph()
+    out = graph.graph_copy(lw.gm.graph, {})
+    graph.output(out)
+    outputs = set(graph.output_node().all_input_nodes)
+
+    def base(x):
+        """The node whose memory ``x`` is (through views)."""
+        while (isinstance(x, fx.Node) and x.op == "call_function" and isinstance(x.target, torch._ops.OpOverload)
+               and _is_view(x) and x.args):
+            x = x.args[0]
+        return x
+
+    dropped = 0
+    for n in list(graph.nodes):
+        if n.op != "call_function" or n.target not in _NOOPS or not n.args:
+            continue
+        src, root = n.args[0], base(n.args[0])
+        if (not isinstance(src, fx.Node) or not isinstance(root, fx.Node) or root.op != "call_function"
+                or not isinstance(root.target, torch._ops.OpOverload) or _writes(root)
+                or (n in outputs and any(base(o) is root for o in outputs if o is not n))):
+            continue
+        v, sv = n.meta.get("val"), src.meta.get("val")
+        if (not isinstance(v, torch.Tensor) or not isinstance(sv, torch.Tensor) or v.shape != sv.shape
+                or v.stride() != sv.stride() or v.dtype != sv.dtype):
+            continue
+        if any(_writes(u) for u in list(n.users) + list(src.users)):
+            continue
+        n.replace_all_uses_with(src)
+        graph.erase_node(n)
+        dropped += 1
+    if not dropped:
+        return lw
+    stats.add("noop_copies", dropped)
+    return dataclasses.replace(lw, gm=fx.GraphModule(lw.gm, graph))
 
 
 def classify(lw: Lowering, args=None) -> Lowering:
@@ -253,6 +307,7 @@ def count_host_nodes(lw: Lowering, fell_back: dict) -> None:
 PASSES: tuple[tuple[str, Callable], ...] = (
     ("specialize", specialize),
     ("split_foreach", split_foreach),
+    ("drop_noops", drop_noops),
     ("classify", classify),
     ("fuse", fuse),
     ("generate", generate),

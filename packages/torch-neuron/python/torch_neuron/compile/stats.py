@@ -18,6 +18,7 @@ def _empty() -> dict:
         "foreach_split": 0,          # _foreach_* nodes split into one op chain per list element
         "foreach_inplace": 0,        # functional list ops copied back into their inputs, run in place instead
         "foreach_stacked": 0,        # list ops over 0-d tensors run as one op over their stacked values
+        "noop_copies": 0,            # clone/alias nodes of computed values dropped (drop_noops)
         "batched_kernels": 0,        # fused kernels whose host references run as one batch of _foreach_* ops
         "inplace_results": 0,        # fused results written straight into the graph input they update
         "fused_kernels": [],         # per generated kernel: name, ops (the chain), latency_ns, hbm bytes
