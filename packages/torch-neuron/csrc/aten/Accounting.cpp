@@ -20,6 +20,7 @@ std::atomic<FallbackReporter> g_reporter{nullptr};
 thread_local bool t_reporting = false;      // ops run by the reporter do not report
 // Native launches deferred by a compiled graph's run on this thread (null: not deferring).
 thread_local std::vector<DeferredLaunch>* t_deferred = nullptr;
+thread_local bool t_values_only = false;
 
 std::thread::id g_main_thread;
 std::atomic<bool> g_off_main{false};
@@ -89,8 +90,17 @@ void count(OpInfo& info, c10::ScalarType dtype, bool native) {
   (native ? info.native : info.fallback)[t].fetch_add(1, std::memory_order_relaxed);
 }
 
+bool values_only() { return t_values_only; }
+
+bool exchange_values_only(bool on) {
+  const bool prev = t_values_only;
+  t_values_only = on;
+  return prev;
+}
+
 void account(OpInfo& info, c10::DeviceIndex device, c10::ScalarType dtype, bool native,
              const CostInputs& in) {
+  if (C10_UNLIKELY(t_values_only)) return;
   native = native || in.native;
   count(info, dtype, native);
   if (info.is_view) return;
@@ -124,7 +134,7 @@ void place_deferred(const DeferredLaunch& l) {
 }
 
 void check_launch(const OpInfo& info, c10::DeviceIndex device) {
-  if (C10_LIKELY(!nsimLaunchWouldFail(device, info.name_id))) return;
+  if (C10_LIKELY(!nsimLaunchWouldFail(device, info.name_id)) || t_values_only) return;
   // The launch itself consumes the fault and reports it as it always does.
   NEURON_CHECK(nsimLaunch(current_queue(device), info.name_id, NSIM_LAUNCH_FALLBACK, 0.0, nullptr, nullptr));
 }
@@ -186,6 +196,7 @@ void report_fallback(const OpInfo& info, c10::ScalarType dtype, bool per_op,
 }  // namespace
 
 void on_fallback(OpInfo& info, c10::ScalarType dtype) {
+  if (C10_UNLIKELY(t_values_only)) return;
   if (C10_UNLIKELY(g_strict.load(std::memory_order_relaxed))) {
     TORCH_CHECK_NOT_IMPLEMENTED(
         false, "neuron: ", info.name, " (", c10::toString(dtype),

@@ -31,6 +31,13 @@ nsimDtypeClass dtype_class(c10::ScalarType dtype);
 void account(OpInfo& info, c10::DeviceIndex device, c10::ScalarType dtype, bool native,
              const CostInputs& in);
 
+// While set on a thread, neuron ops only compute their values: no native decision, no count,
+// no launch, no fallback report, no fault check. A compiled graph's fused kernel runs its
+// chain's ATen ops this way and then launches once, as the one kernel it stands for.
+bool values_only();
+// Sets this thread's mode and returns the previous one.
+bool exchange_values_only(bool on);
+
 // Counting and timeline entry for a hand-written kernel that computes on the host
 // (conv, fused RNN cells, random ops, ...). `flops` may be 0; `tensor_engine`: the op's
 // arithmetic would run on TensorE (convolutions).

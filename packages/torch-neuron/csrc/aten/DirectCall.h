@@ -45,7 +45,7 @@ class DirectCall {
       device_mismatch(info_.name, c10::Device(c10::DeviceType::PrivateUse1, device_),
                       c10::Device(c10::DeviceType::CPU));
     }
-    if (!info_.native_entry.empty()) decide_native(info_, dtype_, args, cost_);
+    if (!info_.native_entry.empty() && !values_only()) decide_native(info_, dtype_, args, cost_);
     if (!cost_.native) on_fallback(info_, dtype_);
     check_launch(info_, device_);
     scope_.emplace(device_);

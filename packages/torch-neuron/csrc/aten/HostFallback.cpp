@@ -93,7 +93,7 @@ void host_fallback_as(const c10::OperatorHandle& op, torch::jit::Stack* stack, c
   }
   check_device_index(device);
   CostInputs cost;
-  if (maybe_native) {
+  if (maybe_native && !values_only()) {
     decide_native(info, dtype, c10::ArrayRef<c10::IValue>(stack->data() + first, nargs), cost);
   }
   if (!info.is_view && !cost.native) on_fallback(info, dtype);

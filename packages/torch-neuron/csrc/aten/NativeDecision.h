@@ -89,8 +89,10 @@ using NativeExecutor = void (*)(const OpInfo& info, c10::ScalarType dtype,
                                 c10::ArrayRef<c10::IValue> inputs, c10::ArrayRef<c10::IValue> args,
                                 c10::ArrayRef<c10::IValue> results);
 extern std::atomic<NativeExecutor> g_native_executor;
+bool values_only();   // Accounting.h
 inline NativeExecutor native_executor() {
-  return g_native_executor.load(std::memory_order_relaxed);
+  NativeExecutor ex = g_native_executor.load(std::memory_order_relaxed);
+  return ex != nullptr && values_only() ? nullptr : ex;
 }
 // The executor over a hand-written kernel's host operands, which no kernel writes before it
 // runs (so they are both its inputs and its args); nothing when the mode is off.

@@ -210,6 +210,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("exchange_execution_device", [](int device) {
     return static_cast<int>(exchange_execution_device(static_cast<c10::DeviceIndex>(device)));
   });
+  // Values-only mode of this thread (see Accounting.h); returns the previous mode.
+  m.def("exchange_values_only", [](bool on) { return exchange_values_only(on); });
   // A compiled graph's run: its launches are counted but not placed until the end.
   m.def("begin_deferred_launches", [] { begin_deferred_launches(); });
   // Ends deferral and returns (op, device, kernel ns, native) per deferred launch, in issue

@@ -4,9 +4,11 @@
 
 ``FusedKernel`` is one chain's generated tile program as a graph node: on ``neuron`` its launch
 goes on the stream's timeline through the bridge's launch accounting with the program's simulated
-schedule as duration; its values come from the chain's ATen ops on zero-copy host views of the
-device buffers (the host reference path, as eager native ops), or, with device numerics on, from
-the generated program itself run by the ISA simulator.
+schedule as duration. Its values come from the chain's ATen ops run on the device tensors in
+values-only mode (each computes on the host as its eager op does, but launches and counts
+nothing), or, for a kernel that writes results into its inputs, from its out=/in-place host
+reference on zero-copy host views of the device buffers; with device numerics on, from the
+generated program itself run by the ISA simulator.
 
 Matmul and attention nodes outside chains, and norms no chain takes, stay ATen calls: the backend
 dispatches them to their library kernels through the one torch-to-kernel bridge
@@ -124,7 +126,8 @@ class FusedKernel:
     """One generated tile kernel standing for a chain of ATen nodes."""
 
     def __init__(self, name: str, chain, reference: fx.GraphModule, inputs: list, outputs: list,
-                 kernel_info: dict, program_factory, inplace: tuple = (), absorbed: tuple = ()):
+                 kernel_info: dict, program_factory, inplace: tuple = (), absorbed: tuple = (),
+                 values: fx.GraphModule | None = None):
         self.__name__ = self.name = name
         self.chain = chain
         self.input_nodes = inputs             # the graph nodes the kernel reads, in argument order
@@ -149,6 +152,9 @@ class FusedKernel:
         self._bytes_in = float(sum(_nbytes(n) for n in inputs))
         self._bytes_out = float(sum(math.prod(shape) * dtype.itemsize for shape, _, dtype in self.outputs))
         self._reference = reference.forward
+        # The chain's nodes as they are, run on the device tensors in values-only mode (None for
+        # a kernel that updates its inputs in place: it runs ``reference`` on host aliases).
+        self._values = values.forward if values is not None else None
         self._launch_name = f"neuron::{name}"
 
     @property
@@ -168,6 +174,21 @@ class FusedKernel:
 
     def __call__(self, *inputs):
         dev = next((t.device for t in inputs if isinstance(t, torch.Tensor)), None)
+        if self._values is not None and dev is not None and dev.type == "neuron" \
+                and not numerics.device_numerics_enabled():
+            # The ops compute as in eager (results in device memory, no copies); only this
+            # kernel's own launch below reaches the timeline.
+            grad = torch.is_grad_enabled()
+            if grad:
+                torch.set_grad_enabled(False)
+            prev = _C.exchange_values_only(True)
+            try:
+                outs = self._values(*inputs)
+            finally:
+                _C.exchange_values_only(prev)
+                if grad:
+                    torch.set_grad_enabled(True)
+            return self._launched(dev, inputs, outs)
         outs = [inputs[j] if j is not None else torch.empty_strided(shape, stride, dtype=dtype, device=dev)
                 for (shape, stride, dtype), j in zip(self.outputs, self.inplace)]
         if dev is None or dev.type != "neuron":
@@ -199,6 +220,10 @@ class FusedKernel:
                 _C.exchange_execution_device(prev)
                 if grad:
                     torch.set_grad_enabled(True)
+        return self._launched(dev, inputs, outs)
+
+    def _launched(self, dev, inputs, outs) -> tuple:
+        """Puts the kernel's launch on the stream (and in the graph being recorded); its results."""
         rec = neff.active()
         if rec is not None:
             rec.fused(self.name, self.programs(), inputs, outs)

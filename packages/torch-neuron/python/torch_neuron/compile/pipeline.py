@@ -190,8 +190,9 @@ def _build(lw: Lowering, g: chains.Group):
         return None, f"{type(e).__name__}: {e}"
     inplace, absorbed = reference.inplace_results(g, chain, inputs, outputs)
     ref, written = reference.reference_graph(g, inputs, outputs, inplace)
+    values = None if any(j is not None for j in inplace) else reference.values_graph(g, inputs, outputs)
     return FusedKernel(name, chain, ref, inputs, outputs, {**info, "eager_bytes": eager_bytes, "written": written},
-                       lowering.program_factory(chain, name, lw.profile), inplace, absorbed), None
+                       lowering.program_factory(chain, name, lw.profile), inplace, absorbed, values), None
 
 
 def _eager_ns(nodes, profile: str, overhead: float) -> float | None:

@@ -6,7 +6,8 @@
 result tensors (out= forms, several results through one out= call) and, for a result the kernel
 stores into the graph input it updates (``inplace_results``), in place on that input once nothing
 reads the old value; intermediates read once are reused (``mul`` -> ``mul_``). The host runs this
-graph on zero-copy views of the device buffers when device numerics are off.
+graph on zero-copy views of the device buffers for a kernel that updates its inputs in place, or
+off the device; ``values_graph`` (the nodes as they are, run on the device tensors) otherwise.
 """
 from __future__ import annotations
 
@@ -173,6 +174,19 @@ def reference_graph(g: Group, inputs: list, outputs: list, inplace: tuple = ()) 
     graph.output(tuple(env[o] for o in outputs))
     _reinplace(graph)
     return fx.GraphModule(torch.nn.Module(), graph), tuple(written)
+
+
+def values_graph(g: Group, inputs: list, outputs: list) -> fx.GraphModule:
+    """The group's ATen nodes as they are: inputs -> tuple of outputs. The backend runs it on the
+    device tensors themselves in values-only mode (``_C.exchange_values_only``), where each op
+    computes as its eager op does (on the host, into device memory, with no copy into a result
+    allocated beforehand) but issues no launch and counts nothing: the kernel launches once."""
+    graph = fx.Graph()
+    env = {a: graph.placeholder(f"in{i}") for i, a in enumerate(inputs)}
+    for n in g.nodes:
+        env[n] = graph.node_copy(n, lambda x: env[x])
+    graph.output(tuple(env[o] for o in outputs))
+    return fx.GraphModule(torch.nn.Module(), graph)
 
 
 def _updates_in_place(n, x, position: dict, last_read: dict):
