@@ -168,7 +168,7 @@ def _inverse(l, shape, masked):
     return inv
 
 
-@nl.jit
+@nl.jit(default_bufs=4)   # loop tiles rotate over SHORT_INTERLEAVE buffers (see short() below)
 def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=1, heads=1):
     """out[b] = softmax(scale * q[b] @ k[b]^T (+ mask) (+ causal mask)) @ v[b]; q (B, Sq, d), k/v (B, Sk, d),
     d <= 128; ``mask`` an additive fp32/bf16 (G, Sq or 1, Sk) (see ``_mask_tile``).
@@ -190,6 +190,24 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
     cdt = "float32" if q.dtype == "float32" else "bfloat16"
     out = nl.ndarray((B, Sq, d), q.dtype, buffer=nl.shared_hbm)
     lse_o = nl.ndarray((B, Sq, 1), "float32", buffer=nl.shared_hbm)
+    def masked(s, b, q0, qs, k0, ks):
+        """Scores block [qs, ks] with the causal and additive masks applied, and the scale the
+        exponential still applies (1 once a mask needed the scores scaled)."""
+        sc = scale
+        if causal and k0 + ks > q0:
+            # keep key j for query i when k0 + j <= q0 + i
+            rel = nl.iota((qs, ks), "float32", base=q0 - k0, partition_step=1, free_step=-1)
+            s = nl.add(s, nl.multiply(nl.less(rel, 0.0), NEG))
+            s = nl.multiply(s, scale)
+            sc = 1.0
+        if add_mask is not None:
+            if prescaled:
+                s = nl.add(s, add_mask(b, q0, qs, k0, ks))
+            else:
+                s = nl.add(s if sc == 1.0 else nl.multiply(s, sc), add_mask(b, q0, qs, k0, ks))
+                sc = 1.0
+        return s, sc
+
     def block(b, q0, qs):
         """One query block of batch-head ``b``; yields between dependent stages (see _interleave)."""
         (off,) = _slot_offsets(d, b)
@@ -201,21 +219,9 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
         for k0, ks in kblocks:
             kT = _load_t(k[b, k0:k0 + ks, :], cdt, off)                            # [d, ks]
             yield
-            s = nl.matmul(qT, kT, transpose_x=True)                                # [qs, ks] fp32 PSUM
+            s = nl.matmul(qT, kT, transpose_x=True, bufs=2)                        # [qs, ks] fp32 PSUM
             yield
-            sc = scale
-            if causal and k0 + ks > q0:
-                # keep key j for query i when k0 + j <= q0 + i
-                rel = nl.iota((qs, ks), "float32", base=q0 - k0, partition_step=1, free_step=-1)
-                s = nl.add(s, nl.multiply(nl.less(rel, 0.0), NEG))
-                s = nl.multiply(s, scale)
-                sc = 1.0
-            if add_mask is not None:
-                if prescaled:
-                    s = nl.add(s, add_mask(b, q0, qs, k0, ks))
-                else:
-                    s = nl.add(s if sc == 1.0 else nl.multiply(s, sc), add_mask(b, q0, qs, k0, ks))
-                    sc = 1.0
+            s, sc = masked(s, b, q0, qs, k0, ks)
             if one_pass:
                 # The whole row at once: the exponential's bias comes straight from the reduction.
                 neg = nl.max(s, axis=1, negate=True)
@@ -231,10 +237,10 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
             rowsum = nl.ndarray((qs, 1), "float32")
             p = nl.activation("exp", s, bias=bias, scale=sc, dtype=cdt, reduce_op="add", reduce_res=rowsum)
             yield
-            pv = nl.ndarray((qs, d), "float32", buffer=nl.psum)
+            pv = nl.ndarray((qs, d), "float32", buffer=nl.psum, bufs=2)
             for j, (j0, js) in enumerate(row_blocks(ks, P)):
                 # The transposed block leaves PSUM through ScalarE, which has the lighter load here.
-                pT = nl.copy(nl.transpose(p[:, j0:j0 + js]), dtype=cdt, engine="scalar")  # [js, qs]
+                pT = nl.copy(nl.transpose(p[:, j0:j0 + js], bufs=2), dtype=cdt, engine="scalar")  # [js, qs]
                 vt = nl.load(v[b, k0 + j0:k0 + j0 + js, :], dtype=cdt)              # [js, d]
                 nl.isa.nc_matmul(pv, pT, vt, accumulate=j > 0)
                 yield
@@ -271,7 +277,7 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
             nl.isa.dma_transpose(qT[off:off + d, h, :], q[b, q0:q0 + qs, :])
             nl.isa.dma_transpose(kT[off:off + d, h, :], k[b, :, :])
         yield
-        sg = nl.ndarray((qs, G * Sk), "float32", buffer=nl.psum)
+        sg = nl.ndarray((qs, G * Sk), "float32", buffer=nl.psum, bufs=2)
         for h in range(G):
             nl.isa.nc_matmul(sg[:, h * Sk:(h + 1) * Sk], qT[off:off + d, h, :], kT[off:off + d, h, :])
         yield
@@ -286,10 +292,10 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
             nl.isa.activation(p3[:, h, :], s3[:, h, :], "exp", bias=bias[:, h, :], scale=scale, reduce_op="add",
                               reduce_res=rowsum[:, h:h + 1])
         yield
-        pv = nl.ndarray((qs, G * d), "float32", buffer=nl.psum)
+        pv = nl.ndarray((qs, G * d), "float32", buffer=nl.psum, bufs=2)
         for h, b in enumerate(bs):
             for j, (j0, js) in enumerate(row_blocks(Sk, P)):
-                pT = nl.copy(nl.transpose(p3[:, h, j0:j0 + js]), dtype=cdt, engine="scalar")
+                pT = nl.copy(nl.transpose(p3[:, h, j0:j0 + js], bufs=2), dtype=cdt, engine="scalar")
                 vt = nl.load(v[b, j0:j0 + js, :], dtype=cdt)
                 nl.isa.nc_matmul(pv[:, h * d:(h + 1) * d], pT, vt, accumulate=j > 0)
             yield
@@ -300,9 +306,41 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
                                                              scale=inv[:, h:h + 1], dtype=out.dtype))
             nl.store(lse_o[b, q0:q0 + qs, :], lse[:, h:h + 1])
 
+    def short(b):
+        """Batch-head ``b`` when its queries and keys fit one block each (packed heads, short
+        sequences); yields between dependent stages (see _interleave). Two PSUM banks per block:
+        Q^T | K^T in one, S | P^T | P V in the other, so that ``SHORT_INTERLEAVE`` blocks are in
+        flight; Q and K arrive through plain row loads (see _transposed)."""
+        qt = nl.load(q[b, :, :], dtype=cdt)                                          # [Sq, d]
+        kt = nl.load(k[b, :, :], dtype=cdt)                                          # [Sk, d]
+        vt = nl.load(v[b, :, :], dtype=cdt)
+        yield
+        T = _transposed((qt, kt), cdt, bufs=SHORT_INTERLEAVE)                       # [d, Sq + Sk]
+        yield
+        ps = nl.ndarray((P, Sk + Sq + d), "float32", buffer=nl.psum, bufs=SHORT_INTERLEAVE)
+        nl.isa.nc_matmul(ps[:Sq, :Sk], T[:, :Sq], T[:, Sq:])                         # S
+        yield
+        s, sc = masked(ps[:Sq, :Sk], b, 0, Sq, 0, Sk)
+        neg = nl.max(s, axis=1, negate=True)
+        bias = _exp_bias(neg, sc, (Sq, 1)) if add_mask is not None or sc != 1.0 else neg
+        rowsum = nl.ndarray((Sq, 1), "float32")
+        p = nl.activation("exp", s, bias=bias, scale=sc, dtype=cdt, reduce_op="add", reduce_res=rowsum)
+        yield
+        nl.isa.nc_transpose(ps[:Sk, Sk:Sk + Sq], p)
+        pT = nl.copy(ps[:Sk, Sk:Sk + Sq], dtype=cdt, engine="scalar")               # [Sk, Sq]
+        yield
+        nl.isa.nc_matmul(ps[:Sq, Sk + Sq:], pT, vt)                                  # P V
+        yield
+        inv = _inverse(rowsum, (Sq, 1), add_mask is not None)
+        nl.store(out[b, :, :], nl.activation("copy", ps[:Sq, Sk + Sq:], scale=inv, dtype=out.dtype))
+        nl.store(lse_o[b, :, :], nl.subtract(nl.log(rowsum), bias))
+
     # Heads side by side: one key block with a mask (a padding mask, as encoders pass), at
     # least two heads' scores per PSUM bank, and their outputs in one more.
     group = min(KB // Sk, KB // d, B) if (prescaled and heads == 1 and Sk <= KB) else 1
+    if group < 2 and Sq <= P and Sk <= P and Sk + Sq + d <= KB:
+        _interleave((short(b) for b in nl.affine_range(B)), SHORT_INTERLEAVE)
+        return out, lse_o
     if group >= 2:
         bgroups = [list(range(b0, min(B, b0 + group))) for b0 in range(0, B, group)]
         _interleave((heads_block(bs, q0, qs) for bs in bgroups for q0, qs in row_blocks(Sq)), INTERLEAVE)

@@ -175,6 +175,13 @@ at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
                 "copy_: shape mismatch ", self.sizes(), " vs ", src.sizes());
     return self;
   }
+  if (kind == NSIM_MEMCPY_DEVICE_TO_DEVICE && values_only()) {
+    // Inside a fused kernel's chain (Accounting.h): the values only, no copy on the timeline.
+    HostScope scope(device);
+    at::Tensor h_dst = scope.alias(self);
+    h_dst.copy_(scope.alias(src), false);
+    return self;
+  }
   if (direct) {
     NEURON_CHECK(nsimMemcpyAsync(self.data_ptr(), src.data_ptr(), nbytes, kind,
                                  current_queue(device)));
