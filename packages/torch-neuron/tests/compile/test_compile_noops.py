@@ -69,3 +69,50 @@ def test_a_fused_chain_with_copies_is_one_launch_and_counts_no_ops():
     kernel = "neuron::" + torch_neuron.compile_stats()["fused_kernels"][0]["name"]
     assert {k for k, v in torch_neuron.get_executed_ops().items() if counts.get(k) != v} == {kernel}
     torch.testing.assert_close(y.cpu(), f(x.cpu()))
+
+
+def test_decomposed_softmax_family_runs_whole_on_the_host_with_eager_values():
+    """The decompositions split (log-)softmax and their backwards for the tile kernel; the host
+    computes each as the one ATen op eager runs, with eager's values."""
+    def f(x, w):
+        h = x @ w
+        return torch.log_softmax(h, -1).sum() + (torch.softmax(h * 0.5, -1) * h).sum()
+
+    torch.manual_seed(0)
+    x0, w0 = torch.randn(64, 32), torch.randn(32, 40)
+    grads = []
+    for fn in (f, torch.compile(f, backend="neuron")):
+        x, w = x0.to(DEV).requires_grad_(), w0.to(DEV).requires_grad_()
+        y = fn(x, w)
+        y.backward()
+        grads.append((y.detach().cpu(), x.grad.cpu(), w.grad.cpu()))
+    for a, b in zip(*grads):
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5)
+    assert torch_neuron.compile_stats()["host_recomposed"] >= 4   # and forwards the backward recomputes
+
+
+def test_unfused_decomposed_log_softmax_runs_as_the_one_op_eager_runs():
+    """A language-model head's rows (here 9000 classes) are wider than a fused kernel's row
+    tile, so its log-softmax chain gets no kernel: the graph runs ``_log_softmax`` and its
+    backward as eager does (one native kernel each), not the six ops the decomposition made."""
+    torch.manual_seed(0)
+    h0, w0, y0 = torch.randn(64, 16), torch.randn(16, 9000), torch.randint(0, 9000, (64,))
+
+    def f(h, w, y):
+        return F.cross_entropy(h @ w, y)
+
+    results = []
+    for fn in (f, torch.compile(f, backend="neuron")):
+        h, w, y = h0.to(DEV).requires_grad_(), w0.to(DEV).requires_grad_(), y0.to(DEV)
+        fn(h, w, y).backward()               # a first (compiling) call
+        h.grad = w.grad = None
+        before = torch_neuron.get_executed_ops()
+        loss = fn(h, w, y)
+        loss.backward()
+        ran = {k for k, v in torch_neuron.get_executed_ops().items() if before.get(k) != v}
+        results.append((loss.detach().cpu(), h.grad.cpu(), w.grad.cpu()))
+    assert torch_neuron.compile_stats()["recomposed_nodes"] == 2
+    assert {"aten::_log_softmax", "aten::_log_softmax_backward_data"} <= ran, ran
+    assert not ran & {"aten::amax", "aten::exp", "aten::log"}, ran
+    for a, b in zip(*results):
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-6)

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Lowering one AOTAutograd graph: an ordered list of named, pure passes with dumpable forms.
 
-    specialize -> split_foreach -> drop_noops -> classify -> fuse -> generate -> lower -> batch
+    specialize -> split_foreach -> drop_noops -> classify -> fuse -> generate -> lower -> recompose
+    -> batch
 
 Each pass takes a ``Lowering`` and returns a new one (the input graph is never edited), and
 ``Lowering.dump()`` prints what a pass produced. The pipeline runs once per concrete input
@@ -190,7 +191,10 @@ def _build(lw: Lowering, g: chains.Group):
         return None, f"{type(e).__name__}: {e}"
     inplace, absorbed = reference.inplace_results(g, chain, inputs, outputs)
     ref, written = reference.reference_graph(g, inputs, outputs, inplace)
-    values = None if any(j is not None for j in inplace) else reference.values_graph(g, inputs, outputs)
+    values = None
+    if not any(j is not None for j in inplace):
+        values, whole = reference.values_graph(g, inputs, outputs)
+        stats.add("host_recomposed", whole)
     return FusedKernel(name, chain, ref, inputs, outputs, {**info, "eager_bytes": eager_bytes, "written": written},
                        lowering.program_factory(chain, name, lw.profile), inplace, absorbed, values), None
 
@@ -273,11 +277,53 @@ def generate(lw: Lowering, args=None) -> Lowering:
     return dataclasses.replace(lw, groups=tuple(groups), kernels=tuple(found))
 
 
-def lower(lw: Lowering, args=None) -> Lowering:
+def _host_names(lw: Lowering) -> list:
+    """The node names of ``lower``'s host nodes, in their order."""
     fused = {n.name for gid, k in lw.kernels for g in lw.groups if g.gid == gid for n in g.nodes}
-    host = tuple((op, kind, reason) for name, kind, reason, op in lw.kinds if name not in fused and kind != "view")
+    return [name for name, kind, reason, op in lw.kinds if name not in fused and kind != "view"]
+
+
+def lower(lw: Lowering, args=None) -> Lowering:
+    names = set(_host_names(lw))
+    host = tuple((op, kind, reason) for name, kind, reason, op in lw.kinds if name in names and kind != "view")
     return dataclasses.replace(lw, lowered=lowering.lower(lw.gm, list(lw.groups), dict(lw.kernels)),
                                host_nodes=host)
+
+
+def recompose(lw: Lowering, args=None) -> Lowering:
+    """A softmax, log-softmax or backward of one that the decompositions split for the fusion
+    generator, left as eager nodes (its chain got no kernel): the one ATen op again
+    (``reference._recomposed``), so it runs as one native kernel and one host pass instead of
+    up to six of each."""
+    if lw.lowered is None:
+        return lw
+    graph = fx.Graph()
+    out = graph.graph_copy(lw.lowered.graph, {})
+    graph.output(out)
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    members = {n for n in graph.nodes if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)}
+    keep = set(graph.output_node().all_input_nodes)
+    gone, gone_names, added = set(), set(), []
+    for n in list(graph.nodes):
+        r = reference._recomposed(n, members, keep) if n in members and n not in gone else None
+        if r is None or r[2] & gone:
+            continue
+        op, op_args, nodes = r
+        with graph.inserting_before(n):
+            new = graph.call_function(op, op_args)
+        new.meta = dict(n.meta)
+        n.replace_all_uses_with(new)
+        gone_names |= {x.name for x in nodes} | {n.name}
+        for x in sorted(nodes | {n}, key=order.get, reverse=True):
+            graph.erase_node(x)
+        gone |= nodes
+        added.append(new)
+    if not added:
+        return lw
+    stats.add("recomposed_nodes", len(added))
+    host = tuple(h for name, h in zip(_host_names(lw), lw.host_nodes) if name not in gone_names)
+    host += tuple((_op_name(n.target), *library_entry(n)) for n in added)
+    return dataclasses.replace(lw, lowered=fx.GraphModule(lw.lowered, graph), host_nodes=host)
 
 
 def batch(lw: Lowering, args=None) -> Lowering:
@@ -313,6 +359,7 @@ PASSES: tuple[tuple[str, Callable], ...] = (
     ("fuse", fuse),
     ("generate", generate),
     ("lower", lower),
+    ("recompose", recompose),
     ("batch", batch),
 )
 

@@ -176,17 +176,103 @@ def reference_graph(g: Group, inputs: list, outputs: list, inplace: tuple = ()) 
     return fx.GraphModule(torch.nn.Module(), graph), tuple(written)
 
 
-def values_graph(g: Group, inputs: list, outputs: list) -> fx.GraphModule:
+def values_graph(g: Group, inputs: list, outputs: list) -> tuple[fx.GraphModule, int]:
     """The group's ATen nodes as they are: inputs -> tuple of outputs. The backend runs it on the
     device tensors themselves in values-only mode (``_C.exchange_values_only``), where each op
     computes as its eager op does (on the host, into device memory, with no copy into a result
-    allocated beforehand) but issues no launch and counts nothing: the kernel launches once."""
+    allocated beforehand) but issues no launch and counts nothing: the kernel launches once.
+    A softmax or log-softmax (or its backward) that the decompositions split into pointwise and
+    reduction nodes for the tile kernel runs as the one ATen op eager runs (``_recomposed``):
+    the split form makes up to six passes over the scores on the host. Returns the graph and
+    how many such ops it runs whole."""
     graph = fx.Graph()
     env = {a: graph.placeholder(f"in{i}") for i, a in enumerate(inputs)}
+    members, keep = set(g.nodes), set(outputs)
+    whole, gone = {}, set()
     for n in g.nodes:
-        env[n] = graph.node_copy(n, lambda x: env[x])
+        r = _recomposed(n, members, keep)
+        if r is not None and not (r[2] & gone):
+            whole[n] = r[:2]
+            gone |= r[2]
+    for n in g.nodes:
+        if n in gone:
+            continue
+        if n in whole:
+            op, args = whole[n]
+            env[n] = graph.call_function(op, tuple(fx.node.map_arg(args, lambda x: env[x])))
+            env[n].meta = dict(n.meta)
+        else:
+            env[n] = graph.node_copy(n, lambda x: env[x])
     graph.output(tuple(env[o] for o in outputs))
-    return fx.GraphModule(torch.nn.Module(), graph)
+    return fx.GraphModule(torch.nn.Module(), graph), len(whole)
+
+
+def _is(n, op, *args) -> bool:
+    return isinstance(n, fx.Node) and n.op == "call_function" and n.target is op and \
+        all(a is None or (i < len(n.args) and n.args[i] is a) for i, a in enumerate(args))
+
+
+def _row_reduce(n, op, dim_of=None) -> list | None:
+    """The dims of a keepdim reduction ``op(x, [d], True)`` (one dimension), else None."""
+    if not _is(n, op) or len(n.args) < 3 or n.args[2] is not True or len(n.args[1]) != 1:
+        return None
+    return list(n.args[1])
+
+
+def _recomposed(n, members: set, keep: set):
+    """(one ATen op, its arguments, the decomposition's other nodes) when ``n`` ends a
+    decomposed ``_log_softmax``, ``_softmax`` or one of their backwards whose intermediate
+    nodes nothing else reads (in ``torch._decomp``'s forms); None otherwise."""
+    a = aten
+
+    def only_inside(nodes) -> bool:
+        inside = set(nodes) | {n}
+        return all(x in members and x not in keep and set(x.users) <= inside for x in nodes)
+
+    def same_dtype(*xs) -> bool:
+        vals = [_val(x) for x in xs]
+        return all(isinstance(v, torch.Tensor) for v in vals) and len({v.dtype for v in vals}) == 1
+
+    if _is(n, a.sub.Tensor) and len(n.args) == 2 and not n.kwargs:
+        s, lg = n.args
+        # log_softmax: (x - amax(x)) - log(sum(exp(x - amax(x))))
+        if _is(lg, a.log.default) and _is(s, a.sub.Tensor) and len(s.args) == 2:
+            sm, mx = lg.args[0], s.args[1]
+            dims = _row_reduce(sm, a.sum.dim_IntList)
+            if (dims is not None and _is(sm.args[0], a.exp.default, s) and _row_reduce(mx, a.amax.default) == dims
+                    and mx.args[0] is s.args[0] and only_inside([s, lg, sm, sm.args[0], mx])
+                    and same_dtype(n, s.args[0])):
+                return a._log_softmax.default, (s.args[0], dims[0], False), {s, lg, sm, sm.args[0], mx}
+        # log_softmax backward: g - exp(out) * sum(g)
+        grad, prod = s, lg
+        if _is(prod, a.mul.Tensor) and len(prod.args) == 2:
+            for e, sm in (prod.args, prod.args[::-1]):
+                dims = _row_reduce(sm, a.sum.dim_IntList)
+                if (dims is not None and _is(e, a.exp.default) and sm.args[0] is grad
+                        and only_inside([prod, e, sm]) and same_dtype(n, grad, e.args[0])):
+                    return (a._log_softmax_backward_data.default, (grad, e.args[0], dims[0], _val(grad).dtype),
+                            {prod, e, sm})
+        # softmax backward: g * out - out * sum(g * out)
+        if _is(prod, a.mul.Tensor) and _is(grad, a.mul.Tensor) and len(grad.args) == 2:
+            for out, sm in (prod.args, prod.args[::-1]):
+                dims = _row_reduce(sm, a.sum.dim_IntList)
+                if (dims is not None and sm.args[0] is grad and out in grad.args
+                        and only_inside([prod, sm, grad]) and same_dtype(n, out)):
+                    g0 = grad.args[1] if grad.args[0] is out else grad.args[0]
+                    return (a._softmax_backward_data.default, (g0, out, dims[0], _val(out).dtype),
+                            {prod, sm, grad})
+    # softmax: exp(x - amax(x)) / sum(exp(x - amax(x)))
+    if _is(n, a.div.Tensor) and len(n.args) == 2 and not n.kwargs:
+        e, sm = n.args
+        dims = _row_reduce(sm, a.sum.dim_IntList)
+        if dims is not None and _is(e, a.exp.default) and sm.args[0] is e:
+            s = e.args[0]
+            if _is(s, a.sub.Tensor) and len(s.args) == 2:
+                mx = s.args[1]
+                if (_row_reduce(mx, a.amax.default) == dims and mx.args[0] is s.args[0]
+                        and only_inside([e, sm, s, mx]) and same_dtype(n, s.args[0])):
+                    return a._softmax.default, (s.args[0], dims[0], False), {e, sm, s, mx}
+    return None
 
 
 def _updates_in_place(n, x, position: dict, last_read: dict):

@@ -19,6 +19,8 @@ def _empty() -> dict:
         "foreach_inplace": 0,        # functional list ops copied back into their inputs, run in place instead
         "foreach_stacked": 0,        # list ops over 0-d tensors run as one op over their stacked values
         "noop_copies": 0,            # clone/alias nodes of computed values dropped (drop_noops)
+        "host_recomposed": 0,        # decomposed (log-)softmax ops a fused kernel's host values run whole
+        "recomposed_nodes": 0,       # decomposed (log-)softmax ops left unfused, run as the one ATen op
         "batched_kernels": 0,        # fused kernels whose host references run as one batch of _foreach_* ops
         "inplace_results": 0,        # fused results written straight into the graph input they update
         "fused_kernels": [],         # per generated kernel: name, ops (the chain), latency_ns, hbm bytes
