@@ -17,15 +17,13 @@ NEG = -30000.0    # additive mask: exp underflows to 0 in fp32
 FMAX = 3.4028234663852886e38  # float32 max: clamps a fully masked row's -inf max (see sdpa_fwd)
 
 
-def _slot_offsets(d, b, n=1):
-    """Partition offsets for the ``n`` transposed [d, *] operand pairs of batch-head ``b``: a head
-    dimension of at most 32 rows lands on a rotating quarter of the partitions (0, 32, 64, 96).
-    Each DMA engine serves 8 fixed partitions, so a transpose into partitions 0..d-1 always runs
-    on the same d/8 engines; rotating the slot spreads consecutive heads' transposes over all 16.
-    Matmul operand pairs share one slot (TensorE contracts over the same partitions)."""
-    if d > 32:
-        return (0,) * n
-    return tuple(32 * ((b * n + i) % 4) for i in range(n))
+def _slot_offset(d, b):
+    """Partition offset for the transposed [d, *] operands of batch-head ``b``: a head dimension of
+    at most 32 rows lands on a rotating quarter of the partitions (0, 32, 64, 96). Each DMA engine
+    serves 8 fixed partitions, so a transpose into partitions 0..d-1 always runs on the same d/8
+    engines; rotating the slot spreads consecutive heads' transposes over all 16. Matmul operand
+    pairs share one slot (TensorE contracts over the same partitions)."""
+    return 0 if d > 32 else 32 * (b % 4)
 
 
 def _load_t(src, dtype, off):
@@ -208,9 +206,14 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
                 sc = 1.0
         return s, sc
 
+    def one_pass_bias(s, sc, qs):
+        """The exponential's bias when a row's keys fit one block: straight from the negated row max."""
+        neg = nl.max(s, axis=1, negate=True)
+        return _exp_bias(neg, sc, (qs, 1)) if add_mask is not None or sc != 1.0 else neg
+
     def block(b, q0, qs):
         """One query block of batch-head ``b``; yields between dependent stages (see _interleave)."""
-        (off,) = _slot_offsets(d, b)
+        off = _slot_offset(d, b)
         qT = _load_t(q[b, q0:q0 + qs, :], cdt, off)                                # [d, qs]
         m = l = acc = None
         kend = min(Sk, q0 + qs) if causal else Sk
@@ -223,9 +226,7 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
             yield
             s, sc = masked(s, b, q0, qs, k0, ks)
             if one_pass:
-                # The whole row at once: the exponential's bias comes straight from the reduction.
-                neg = nl.max(s, axis=1, negate=True)
-                bias = _exp_bias(neg, sc, (qs, 1)) if add_mask is not None or sc != 1.0 else neg
+                bias = one_pass_bias(s, sc, qs)                  # the whole row at once
             else:
                 bm = nl.max(s, axis=1)
                 bm = nl.multiply(bm, sc) if sc != 1.0 else bm
@@ -270,7 +271,7 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
         row maxima, the exponentials' biases, the normalisers and the log-sum-exps are one or G
         instructions per group rather than per head."""
         G = len(bs)
-        (off,) = _slot_offsets(d, bs[0] // G)
+        off = _slot_offset(d, bs[0] // G)
         qT = nl.ndarray((off + d, G, qs), cdt)
         kT = nl.ndarray((off + d, G, Sk), cdt)
         for h, b in enumerate(bs):
@@ -321,8 +322,7 @@ def sdpa_fwd(q, k, v, mask=None, scale=None, causal=False, mask_div=1, mask_mod=
         nl.isa.nc_matmul(ps[:Sq, :Sk], T[:, :Sq], T[:, Sq:])                         # S
         yield
         s, sc = masked(ps[:Sq, :Sk], b, 0, Sq, 0, Sk)
-        neg = nl.max(s, axis=1, negate=True)
-        bias = _exp_bias(neg, sc, (Sq, 1)) if add_mask is not None or sc != 1.0 else neg
+        bias = one_pass_bias(s, sc, Sq)
         rowsum = nl.ndarray((Sq, 1), "float32")
         p = nl.activation("exp", s, bias=bias, scale=sc, dtype=cdt, reduce_op="add", reduce_res=rowsum)
         yield
@@ -377,14 +377,27 @@ def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_
     qblocks = row_blocks(Sq)
     nqb = len(qblocks)
 
+    def neg_lse_of(b, q0, qs):
+        """-lse of a query block. A fully masked row has lse -inf: a finite bias keeps its
+        probabilities 0, not NaN."""
+        neg = nl.multiply(nl.load(lse[b, q0:q0 + qs, :]), -1.0)
+        return nl.minimum(neg, FMAX) if add_mask is not None else neg
+
+    def probabilities(s, neg, b, q0, qs, k0, ks):
+        """P = exp(scale * S (+ masks) - lse) of a scores block, fp32."""
+        if causal and k0 + ks > q0:
+            rel = nl.iota((qs, ks), "float32", base=q0 - k0, partition_step=1, free_step=-1)
+            s = nl.add(s, nl.multiply(nl.less(rel, 0.0), NEG / scale))
+        if add_mask is not None:
+            s = nl.add(nl.multiply(s, scale), add_mask(b, q0, qs, k0, ks))
+        return nl.activation("exp", s, bias=neg, scale=1.0 if add_mask is not None else scale)
+
     def short(b):
         """Batch-head ``b`` when its queries and keys fit one block each (packed heads, short
         sequences); yields between dependent stages (see _interleave). Two PSUM banks per block:
         Q^T | dO^T | K^T | V^T in one, S | dP | dK | dV | dS^T | dQ in the other, so that
         ``SHORT_INTERLEAVE`` blocks are in flight."""
-        neg = nl.multiply(nl.load(lse[b, :, :]), -1.0)
-        if add_mask is not None:
-            neg = nl.minimum(neg, FMAX)             # a fully masked row (see the general path)
+        neg = neg_lse_of(b, 0, Sq)
         qt = nl.load(q[b, :, :], dtype=cdt)                                          # [Sq, d]
         dot = nl.load(dout[b, :, :], dtype=cdt)
         kt = nl.load(k[b, :, :], dtype=cdt)                                          # [Sk, d]
@@ -402,13 +415,7 @@ def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_
         nl.isa.nc_matmul(sdp[:, :Sk], qT, kT)
         nl.isa.nc_matmul(sdp[:, Sk:], doT, vT)                                       # dP = dO V^T
         yield
-        s = sdp[:, :Sk]
-        if causal:
-            rel = nl.iota((Sq, Sk), "float32", base=0, partition_step=1, free_step=-1)
-            s = nl.add(s, nl.multiply(nl.less(rel, 0.0), NEG / scale))
-        if add_mask is not None:
-            s = nl.add(nl.multiply(s, scale), add_mask(b, 0, Sq, 0, Sk))
-        p = nl.activation("exp", s, bias=neg, scale=1.0 if add_mask is not None else scale)
+        p = probabilities(sdp[:, :Sk], neg, b, 0, Sq, 0, Sk)
         p_c = nl.copy(p, dtype=cdt)
         ds = nl.multiply(nl.multiply(nl.subtract(sdp[:, Sk:], dsum), p), scale, dtype=cdt)
         yield
@@ -437,9 +444,7 @@ def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_
         dsum = nl.ndarray((P, nqb), "float32", bufs=1)
         dq_acc = nl.zeros((P, nqb, d), "float32", bufs=1)
         for i, (q0, qs) in enumerate(qblocks):
-            neg = nl.multiply(nl.load(lse[b, q0:q0 + qs, :]), -1.0)
-            # A fully masked row has lse -inf: a finite bias keeps its probabilities 0, not NaN.
-            neg_lse[:qs, i:i + 1] = nl.minimum(neg, FMAX) if add_mask is not None else neg
+            neg_lse[:qs, i:i + 1] = neg_lse_of(b, q0, qs)
             prod = nl.multiply(nl.load(dout[b, q0:q0 + qs, :], dtype="float32"),
                                nl.load(out[b, q0:q0 + qs, :], dtype="float32"))
             dsum[:qs, i:i + 1] = nl.sum(prod, axis=1)
@@ -469,14 +474,7 @@ def sdpa_bwd(q, k, v, out, dout, lse, mask=None, scale=None, causal=False, mask_
                 sdp = nl.ndarray((qs, 2 * ks), "float32", buffer=nl.psum, bufs=2)   # S | dP = dO V^T
                 nl.isa.nc_matmul(sdp[:, :ks], qdT[:, :qs], kvT[:, :ks])
                 nl.isa.nc_matmul(sdp[:, ks:], qdT[:, qs:], kvT[:, ks:])
-                s = sdp[:, :ks]
-                if causal and k0 + ks > q0:
-                    rel = nl.iota((qs, ks), "float32", base=q0 - k0, partition_step=1, free_step=-1)
-                    s = nl.add(s, nl.multiply(nl.less(rel, 0.0), NEG / scale))
-                if add_mask is not None:
-                    s = nl.add(nl.multiply(s, scale), add_mask(b, q0, qs, k0, ks))
-                p = nl.activation("exp", s, bias=neg_lse[:qs, i:i + 1],
-                                  scale=1.0 if add_mask is not None else scale)     # fp32 probabilities
+                p = probabilities(sdp[:, :ks], neg_lse[:qs, i:i + 1], b, q0, qs, k0, ks)
                 p_c = nl.copy(p, dtype=cdt)
                 nl.isa.nc_matmul(dkv_ps[:, d:], p_c, dot, accumulate=not first)       # dV += P^T dO
                 ds = nl.multiply(nl.multiply(nl.subtract(sdp[:, ks:], dsum[:qs, i:i + 1]), p), scale, dtype=cdt)
