@@ -25,7 +25,7 @@ from .. import _C
 from ..native import numerics
 from ..native.bridge import account_launch
 from . import neff, stats
-from .kernels import FusedKernel
+from .kernels import FusedKernel, on_host
 
 # Pointwise ATen ops whose ``torch._foreach_<name>`` (and ``_foreach_<name>_``) applies the same
 # op to each element of the lists.
@@ -148,6 +148,13 @@ class KernelBatch:
     def __repr__(self) -> str:
         return f"KernelBatch({', '.join(k.name for k in self.members)})"
 
+    def _run(self, columns, n_in, written) -> None:
+        """The plan on the columns of host aliases; results it did not write, copied in."""
+        vals = self._plan.run(columns)
+        for k, (v, w) in enumerate(zip(vals, written)):
+            if not w:
+                torch._foreach_copy_(columns[n_in + k], v)
+
     def __call__(self, *inputs):
         members, n_in = self.members, self._n_in
         m = len(members)
@@ -161,19 +168,8 @@ class KernelBatch:
         it = (aliases[i * m:(i + 1) * m] for i in range(n_in, n_in + len(fresh)))
         # Per result: its input's column when stored into an input, else its fresh tensors'.
         columns = ins + [ins[j] if j is not None else next(it) for j in self._inplace]
-        grad = torch.is_grad_enabled()
-        if grad:
-            torch.set_grad_enabled(False)
-        prev = _C.exchange_execution_device(dev.index)     # scratch in device memory (FusedKernel)
-        try:
-            vals = self._plan.run(columns)
-            for k, (v, written) in enumerate(zip(vals, members[0].written)):
-                if not written:
-                    torch._foreach_copy_(columns[n_in + k], v)
-        finally:
-            _C.exchange_execution_device(prev)
-            if grad:
-                torch.set_grad_enabled(True)
+        # Scratch in device memory, as for FusedKernel's reference.
+        on_host(_C.exchange_execution_device, dev.index, self._run, columns, n_in, members[0].written)
         it = iter(fresh)
         results = [[inputs[i * n_in + j] for i in range(m)] if j is not None else next(it) for j in self._inplace]
         rec = neff.active()

@@ -84,6 +84,12 @@ def _val(x):
     return x.meta.get("val") if isinstance(x, fx.Node) else x
 
 
+def writes_operand(target) -> bool:
+    """An ATen op that writes one of its operands (an in-place or out= form)."""
+    return isinstance(target, torch._ops.OpOverload) and any(
+        a.alias_info is not None and a.alias_info.is_write for a in target._schema.arguments)
+
+
 def _shape(x) -> tuple:
     return tuple(int(s) for s in _val(x).shape)
 

@@ -19,7 +19,7 @@ import operator
 import torch
 import torch.fx as fx
 
-from .chains import _val
+from .chains import _val, writes_operand
 
 aten = torch.ops.aten
 
@@ -110,7 +110,7 @@ def _parse(node: fx.Node):
     sch = node.target._schema
     if not sch.name.startswith("aten::_foreach_") or not sch.returns or str(sch.returns[0].type) != "List[Tensor]":
         return None
-    if any(a.alias_info is not None and a.alias_info.is_write for a in sch.arguments):
+    if writes_operand(node.target):
         return None
     return sch.name[len("aten::_foreach_"):], sch.overload_name or "default"
 

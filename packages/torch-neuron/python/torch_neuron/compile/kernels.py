@@ -117,6 +117,22 @@ def eager_kernel_ns(node: fx.Node, profile: str) -> float | None:
     return None if isinstance(r, float) else float(r[0])
 
 
+def on_host(mode, value, fn, *args):
+    """``fn(*args)`` with grad off (compiled graphs run that way, under AOTAutograd's wrappers; a
+    direct call may not) and this thread's host-execution ``mode`` (``_C.exchange_values_only``
+    or ``_C.exchange_execution_device``) set to ``value``; both restored after."""
+    grad = torch.is_grad_enabled()
+    if grad:
+        torch.set_grad_enabled(False)
+    prev = mode(value)
+    try:
+        return fn(*args)
+    finally:
+        mode(prev)
+        if grad:
+            torch.set_grad_enabled(True)
+
+
 def host_alias(t: torch.Tensor) -> torch.Tensor:
     """A CPU tensor over ``t``'s device bytes (same sizes, strides and offset; no copy)."""
     return _C.host_aliases([t])[0]
@@ -178,16 +194,7 @@ class FusedKernel:
                 and not numerics.device_numerics_enabled():
             # The ops compute as in eager (results in device memory, no copies); only this
             # kernel's own launch below reaches the timeline.
-            grad = torch.is_grad_enabled()
-            if grad:
-                torch.set_grad_enabled(False)
-            prev = _C.exchange_values_only(True)
-            try:
-                outs = self._values(*inputs)
-            finally:
-                _C.exchange_values_only(prev)
-                if grad:
-                    torch.set_grad_enabled(True)
+            outs = on_host(_C.exchange_values_only, True, self._values, *inputs)
             return self._launched(dev, inputs, outs)
         outs = [inputs[j] if j is not None else torch.empty_strided(shape, stride, dtype=dtype, device=dev)
                 for (shape, stride, dtype), j in zip(self.outputs, self.inplace)]
@@ -197,30 +204,24 @@ class FusedKernel:
         if numerics.device_numerics_enabled():
             self._run_program(inputs, outs)
         else:
-            # Compiled graphs run with grad off (AOTAutograd's wrappers); a direct call may not.
-            grad = torch.is_grad_enabled()
-            if grad:
-                torch.set_grad_enabled(False)
             # The chain's intermediates come from the device's memory, as an eager op's host
             # execution allocates its scratch: the caching allocator hands back blocks the graph
             # just freed, still in the host's caches (the CPU allocator's fresh memory made the
             # demo's compiled step about 1 ms slower on one thread).
-            prev = _C.exchange_execution_device(dev.index)
-            try:
-                tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
-                aliases = _C.host_aliases(tensors + outs)
-                dests = aliases[len(tensors):]
-                if len(tensors) == len(inputs):
-                    vals = self._reference(*aliases)
-                else:
-                    it = iter(aliases)
-                    vals = self._reference(*[next(it) if isinstance(t, torch.Tensor) else t for t in inputs], *dests)
-                self._store(dests, vals)
-            finally:
-                _C.exchange_execution_device(prev)
-                if grad:
-                    torch.set_grad_enabled(True)
+            on_host(_C.exchange_execution_device, dev.index, self._run_reference, inputs, outs)
         return self._launched(dev, inputs, outs)
+
+    def _run_reference(self, inputs, outs) -> None:
+        """The out=/in-place reference on host aliases of the device tensors, results into ``outs``."""
+        tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+        aliases = _C.host_aliases(tensors + outs)
+        dests = aliases[len(tensors):]
+        if len(tensors) == len(inputs):
+            vals = self._reference(*aliases)
+        else:
+            it = iter(aliases)
+            vals = self._reference(*[next(it) if isinstance(t, torch.Tensor) else t for t in inputs], *dests)
+        self._store(dests, vals)
 
     def _launched(self, dev, inputs, outs) -> tuple:
         """Puts the kernel's launch on the stream (and in the graph being recorded); its results."""

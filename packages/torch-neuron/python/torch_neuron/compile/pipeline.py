@@ -54,14 +54,18 @@ class Lowering:
         return "\n\n".join(parts)
 
 
+def _copied(graph: fx.Graph) -> fx.Graph:
+    """A copy of ``graph`` that a pass may edit (the passes never edit their input)."""
+    copy = fx.Graph()
+    copy.output(copy.graph_copy(graph, {}))
+    return copy
+
+
 def _fake_prop(gm: fx.GraphModule, args) -> fx.GraphModule:
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
-    graph = fx.Graph()
-    out = graph.graph_copy(gm.graph, {})
-    graph.output(out)
-    copy = fx.GraphModule(gm, graph)
+    copy = fx.GraphModule(gm, _copied(gm.graph))
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     FakeTensorProp(copy, mode).propagate(*args)
     return copy
@@ -101,13 +105,6 @@ def split_foreach(lw: Lowering, args=None) -> Lowering:
 _NOOPS = (torch.ops.aten.clone.default, torch.ops.aten.alias.default)
 
 
-def _writes(n) -> bool:
-    """An op that writes one of its operands (an in-place or out= form)."""
-    t = n.target
-    return isinstance(t, torch._ops.OpOverload) and any(
-        a.alias_info is not None and a.alias_info.is_write for a in t._schema.arguments)
-
-
 def drop_noops(lw: Lowering, args=None) -> Lowering:
     """``clone`` and ``alias`` of a value the graph computed, replaced by that value: a
     functionalized graph never writes a value once it is made, so the copy only costs a host
@@ -116,9 +113,7 @@ def drop_noops(lw: Lowering, args=None) -> Lowering:
     of) a graph input, when the copy changes strides, when the copy is a graph output and so is
     another view of the same memory (two outputs would share it), or when an op writes into the
     copy or the value."""
-    graph = fx.Graph()
-    out = graph.graph_copy(lw.gm.graph, {})
-    graph.output(out)
+    graph = _copied(lw.gm.graph)
     outputs = set(graph.output_node().all_input_nodes)
 
     def base(x):
@@ -134,14 +129,14 @@ def drop_noops(lw: Lowering, args=None) -> Lowering:
             continue
         src, root = n.args[0], base(n.args[0])
         if (not isinstance(src, fx.Node) or not isinstance(root, fx.Node) or root.op != "call_function"
-                or not isinstance(root.target, torch._ops.OpOverload) or _writes(root)
+                or not isinstance(root.target, torch._ops.OpOverload) or chains.writes_operand(root.target)
                 or (n in outputs and any(base(o) is root for o in outputs if o is not n))):
             continue
         v, sv = n.meta.get("val"), src.meta.get("val")
         if (not isinstance(v, torch.Tensor) or not isinstance(sv, torch.Tensor) or v.shape != sv.shape
                 or v.stride() != sv.stride() or v.dtype != sv.dtype):
             continue
-        if any(_writes(u) for u in list(n.users) + list(src.users)):
+        if any(chains.writes_operand(u.target) for u in list(n.users) + list(src.users)):
             continue
         n.replace_all_uses_with(src)
         graph.erase_node(n)
@@ -277,17 +272,15 @@ def generate(lw: Lowering, args=None) -> Lowering:
     return dataclasses.replace(lw, groups=tuple(groups), kernels=tuple(found))
 
 
-def _host_names(lw: Lowering) -> list:
-    """The node names of ``lower``'s host nodes, in their order."""
+def _host_entries(lw: Lowering) -> list:
+    """(node name, (op, kind, reason)) of the ATen nodes the lowered graph runs as eager ops."""
     fused = {n.name for gid, k in lw.kernels for g in lw.groups if g.gid == gid for n in g.nodes}
-    return [name for name, kind, reason, op in lw.kinds if name not in fused and kind != "view"]
+    return [(name, (op, kind, reason)) for name, kind, reason, op in lw.kinds if name not in fused and kind != "view"]
 
 
 def lower(lw: Lowering, args=None) -> Lowering:
-    names = set(_host_names(lw))
-    host = tuple((op, kind, reason) for name, kind, reason, op in lw.kinds if name in names and kind != "view")
     return dataclasses.replace(lw, lowered=lowering.lower(lw.gm, list(lw.groups), dict(lw.kernels)),
-                               host_nodes=host)
+                               host_nodes=tuple(h for _, h in _host_entries(lw)))
 
 
 def recompose(lw: Lowering, args=None) -> Lowering:
@@ -297,32 +290,26 @@ def recompose(lw: Lowering, args=None) -> Lowering:
     up to six of each."""
     if lw.lowered is None:
         return lw
-    graph = fx.Graph()
-    out = graph.graph_copy(lw.lowered.graph, {})
-    graph.output(out)
+    graph = _copied(lw.lowered.graph)
     order = {n: i for i, n in enumerate(graph.nodes)}
-    members = {n for n in graph.nodes if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)}
-    keep = set(graph.output_node().all_input_nodes)
-    gone, gone_names, added = set(), set(), []
-    for n in list(graph.nodes):
-        r = reference._recomposed(n, members, keep) if n in members and n not in gone else None
-        if r is None or r[2] & gone:
-            continue
-        op, op_args, nodes = r
+    members = [n for n in graph.nodes if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)]
+    whole = reference.recomposable(members, set(members), set(graph.output_node().all_input_nodes))
+    if not whole:
+        return lw
+    gone_names, added = set(), {}
+    for n, (op, op_args, nodes) in whole.items():
         with graph.inserting_before(n):
-            new = graph.call_function(op, op_args)
+            # An argument may be an earlier match's end node (a softmax's output read by its backward).
+            new = graph.call_function(op, fx.node.map_arg(op_args, lambda x: added.get(x, x)))
         new.meta = dict(n.meta)
         n.replace_all_uses_with(new)
         gone_names |= {x.name for x in nodes} | {n.name}
         for x in sorted(nodes | {n}, key=order.get, reverse=True):
             graph.erase_node(x)
-        gone |= nodes
-        added.append(new)
-    if not added:
-        return lw
+        added[n] = new
     stats.add("recomposed_nodes", len(added))
-    host = tuple(h for name, h in zip(_host_names(lw), lw.host_nodes) if name not in gone_names)
-    host += tuple((_op_name(n.target), *library_entry(n)) for n in added)
+    host = tuple(h for name, h in _host_entries(lw) if name not in gone_names)
+    host += tuple((_op_name(n.target), *library_entry(n)) for n in added.values())
     return dataclasses.replace(lw, lowered=fx.GraphModule(lw.lowered, graph), host_nodes=host)
 
 

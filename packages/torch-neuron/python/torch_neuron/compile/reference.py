@@ -187,18 +187,13 @@ def values_graph(g: Group, inputs: list, outputs: list) -> tuple[fx.GraphModule,
     how many such ops it runs whole."""
     graph = fx.Graph()
     env = {a: graph.placeholder(f"in{i}") for i, a in enumerate(inputs)}
-    members, keep = set(g.nodes), set(outputs)
-    whole, gone = {}, set()
-    for n in g.nodes:
-        r = _recomposed(n, members, keep)
-        if r is not None and not (r[2] & gone):
-            whole[n] = r[:2]
-            gone |= r[2]
+    whole = recomposable(g.nodes, set(g.nodes), set(outputs))
+    gone = set().union(*(r[2] for r in whole.values()))
     for n in g.nodes:
         if n in gone:
             continue
         if n in whole:
-            op, args = whole[n]
+            op, args, _ = whole[n]
             env[n] = graph.call_function(op, tuple(fx.node.map_arg(args, lambda x: env[x])))
             env[n].meta = dict(n.meta)
         else:
@@ -212,11 +207,24 @@ def _is(n, op, *args) -> bool:
         all(a is None or (i < len(n.args) and n.args[i] is a) for i, a in enumerate(args))
 
 
-def _row_reduce(n, op, dim_of=None) -> list | None:
+def _row_reduce(n, op) -> list | None:
     """The dims of a keepdim reduction ``op(x, [d], True)`` (one dimension), else None."""
     if not _is(n, op) or len(n.args) < 3 or n.args[2] is not True or len(n.args[1]) != 1:
         return None
     return list(n.args[1])
+
+
+def recomposable(nodes, members: set, keep: set) -> dict:
+    """Per node of ``nodes`` (in graph order) that ends a decomposed softmax-family op
+    (``_recomposed``): (the one ATen op, its arguments, the other nodes it replaces); no two
+    share a node."""
+    whole, gone = {}, set()
+    for n in nodes:
+        r = _recomposed(n, members, keep) if n not in gone else None
+        if r is not None and not (r[2] & gone):
+            whole[n] = r
+            gone |= r[2]
+    return whole
 
 
 def _recomposed(n, members: set, keep: set):
