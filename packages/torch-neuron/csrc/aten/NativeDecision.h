@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "aten/Accounting.h"
 #include "aten/CostInputs.h"
 #include "aten/OpRegistry.h"
 
@@ -89,7 +90,6 @@ using NativeExecutor = void (*)(const OpInfo& info, c10::ScalarType dtype,
                                 c10::ArrayRef<c10::IValue> inputs, c10::ArrayRef<c10::IValue> args,
                                 c10::ArrayRef<c10::IValue> results);
 extern std::atomic<NativeExecutor> g_native_executor;
-bool values_only();   // Accounting.h
 inline NativeExecutor native_executor() {
   NativeExecutor ex = g_native_executor.load(std::memory_order_relaxed);
   return ex != nullptr && values_only() ? nullptr : ex;
