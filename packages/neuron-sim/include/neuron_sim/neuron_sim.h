@@ -229,6 +229,10 @@ typedef enum nsimMemcpyKind {
 NSIM_API nsimError nsimMemcpy(void* dst, const void* src, size_t size, nsimMemcpyKind kind);
 NSIM_API nsimError nsimMemcpyAsync(void* dst, const void* src, size_t size, nsimMemcpyKind kind,
                                    nsimQueue queue);
+/* nsimMemcpyAsync's checks, counters and timeline entry without moving any byte: the copy of
+ * a buffer that holds no values (shape-only execution of a program). */
+NSIM_API nsimError nsimMemcpyTimelineAsync(void* dst, const void* src, size_t size, nsimMemcpyKind kind,
+                                           nsimQueue queue);
 NSIM_API nsimError nsimMemset(void* device_ptr, int value, size_t size);
 NSIM_API nsimError nsimMemsetAsync(void* device_ptr, int value, size_t size, nsimQueue queue);
 

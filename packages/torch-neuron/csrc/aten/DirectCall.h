@@ -15,6 +15,7 @@
 #include "aten/HostScope.h"
 #include "aten/NativeDecision.h"
 #include "aten/OpRegistry.h"
+#include "aten/ShapeOnly.h"
 
 namespace torch_neuron {
 
@@ -48,13 +49,25 @@ class DirectCall {
     if (!info_.native_entry.empty() && !values_only()) decide_native(info_, dtype_, args, cost_);
     if (!cost_.native) on_fallback(info_, dtype_);
     check_launch(info_, device_);
-    scope_.emplace(device_);
+    if (C10_UNLIKELY(shape_only::active())) {
+      for (const at::Tensor* t : tensors) valueless_ = valueless_ || valueless::contains(*t);
+    }
+    if (C10_UNLIKELY(valueless_)) {
+      meta_.emplace(device_);
+    } else {
+      scope_.emplace(device_);
+    }
   }
 
+  // The kernel's form of operand `t`: its host alias, or its meta form when the call runs
+  // without values (valueless()).
   at::Tensor in(const at::Tensor& t) {
     if (t.defined() && t.device().type() == c10::DeviceType::PrivateUse1) cost_.bytes_in += nbytes(t);
-    return scope_->alias(t);
+    return C10_UNLIKELY(valueless_) ? meta_->alias(t) : scope_->alias(t);
   }
+  // Shape-only execution with an operand that has no values: in() gives meta tensors, and the
+  // kernel computes its results' shapes through the dispatcher (ShapeOnly.h).
+  bool valueless() const { return valueless_; }
 
   void set_matmul_k(int64_t k) { matmul_k_ = double(k); }
   void set_flops(double flops) { flops_ = flops; }
@@ -62,7 +75,7 @@ class DirectCall {
 
   // A result of a kernel with several outputs; `finish` accounts the call once.
   at::Tensor result(const at::Tensor& host) {
-    at::Tensor r = scope_->result(host);
+    at::Tensor r = map(host);
     if (r.defined()) bytes_out_ += nbytes(r);
     return r;
   }
@@ -71,17 +84,23 @@ class DirectCall {
   }
 
   at::Tensor out(const at::Tensor& host) {
-    at::Tensor r = scope_->result(host);
+    at::Tensor r = map(host);
     account_result(r);
     return r;
   }
 
   void inplace(const at::Tensor& self) {
-    scope_->sync_mutated(self);
+    if (C10_UNLIKELY(valueless_)) {
+      valueless::mark(self);
+    } else {
+      scope_->sync_mutated(self);
+    }
     account_result(self);
   }
 
  private:
+  at::Tensor map(const at::Tensor& r) { return C10_UNLIKELY(valueless_) ? meta_->result(r) : scope_->result(r); }
+
   void account_result(const at::Tensor& r) {
     cost_.bytes_out = bytes_out_ > 0 ? bytes_out_ : nbytes(r);
     cost_.flops = flops_;
@@ -98,14 +117,17 @@ class DirectCall {
   double flops_ = 0;
   double bytes_out_ = 0;
   CostInputs cost_;
+  bool valueless_ = false;
   std::optional<HostScope> scope_;
+  std::optional<shape_only::MetaScope> meta_;
 };
 
 #define NEURON_OP_INFO(NAME)                 \
   static OpInfo& info = op_info_by_name(NAME)
 
-// Device numerics (rare, and dominated by the kernel's simulation) takes the boxed path,
-// whose executor sees every argument and result.
+// Device numerics (rare, and dominated by the kernel's simulation) and shape-only execution
+// take the boxed path, whose executor sees every argument and result.
+inline bool boxed_only() { return native_executor() != nullptr || shape_only::active(); }
 template <typename... Args>
 inline at::Tensor boxed_host_call(const char* name, const char* overload, Args&&... args) {
   const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);

@@ -23,13 +23,13 @@ namespace {
 
 constexpr auto kNeuron = c10::DeviceType::PrivateUse1;
 
-#define NEURON_DEVICE_NUMERICS(NAME, OVERLOAD, ...)       \
-  if (C10_UNLIKELY(native_executor() != nullptr)) {       \
+#define NEURON_BOXED_ONLY(NAME, OVERLOAD, ...)       \
+  if (C10_UNLIKELY(boxed_only())) {                       \
     return boxed_host_call(NAME, OVERLOAD, __VA_ARGS__);  \
   }
 
 at::Tensor add_tensor(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
-  NEURON_DEVICE_NUMERICS("aten::add", "Tensor", a, b, alpha);
+  NEURON_BOXED_ONLY("aten::add", "Tensor", a, b, alpha);
   NEURON_OP_INFO("aten::add.Tensor");
   const BorrowedArgs args(a, b, alpha);
   DirectCall c(info, {&a, &b}, args.values());
@@ -37,7 +37,7 @@ at::Tensor add_tensor(const at::Tensor& a, const at::Tensor& b, const at::Scalar
 }
 
 at::Tensor sub_tensor(const at::Tensor& a, const at::Tensor& b, const at::Scalar& alpha) {
-  NEURON_DEVICE_NUMERICS("aten::sub", "Tensor", a, b, alpha);
+  NEURON_BOXED_ONLY("aten::sub", "Tensor", a, b, alpha);
   NEURON_OP_INFO("aten::sub.Tensor");
   const BorrowedArgs args(a, b, alpha);
   DirectCall c(info, {&a, &b}, args.values());
@@ -45,7 +45,7 @@ at::Tensor sub_tensor(const at::Tensor& a, const at::Tensor& b, const at::Scalar
 }
 
 at::Tensor mul_tensor(const at::Tensor& a, const at::Tensor& b) {
-  NEURON_DEVICE_NUMERICS("aten::mul", "Tensor", a, b);
+  NEURON_BOXED_ONLY("aten::mul", "Tensor", a, b);
   NEURON_OP_INFO("aten::mul.Tensor");
   const BorrowedArgs args(a, b);
   DirectCall c(info, {&a, &b}, args.values());
@@ -53,7 +53,7 @@ at::Tensor mul_tensor(const at::Tensor& a, const at::Tensor& b) {
 }
 
 at::Tensor div_tensor(const at::Tensor& a, const at::Tensor& b) {
-  NEURON_DEVICE_NUMERICS("aten::div", "Tensor", a, b);
+  NEURON_BOXED_ONLY("aten::div", "Tensor", a, b);
   NEURON_OP_INFO("aten::div.Tensor");
   const BorrowedArgs args(a, b);
   DirectCall c(info, {&a, &b}, args.values());
@@ -61,7 +61,7 @@ at::Tensor div_tensor(const at::Tensor& a, const at::Tensor& b) {
 }
 
 at::Tensor& add_inplace(at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
-  if (C10_UNLIKELY(native_executor() != nullptr)) {
+  if (C10_UNLIKELY(boxed_only())) {
     boxed_host_call("aten::add_", "Tensor", self, other, alpha);
     return self;
   }
@@ -75,7 +75,7 @@ at::Tensor& add_inplace(at::Tensor& self, const at::Tensor& other, const at::Sca
 }
 
 at::Tensor& mul_inplace(at::Tensor& self, const at::Tensor& other) {
-  if (C10_UNLIKELY(native_executor() != nullptr)) {
+  if (C10_UNLIKELY(boxed_only())) {
     boxed_host_call("aten::mul_", "Tensor", self, other);
     return self;
   }
@@ -90,7 +90,7 @@ at::Tensor& mul_inplace(at::Tensor& self, const at::Tensor& other) {
 
 at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                    std::optional<at::ScalarType> dtype) {
-  NEURON_DEVICE_NUMERICS("aten::sum", "dim_IntList", self, dim, keepdim, dtype);
+  NEURON_BOXED_ONLY("aten::sum", "dim_IntList", self, dim, keepdim, dtype);
   NEURON_OP_INFO("aten::sum.dim_IntList");
   const BorrowedArgs args(self, dim, keepdim, dtype);
   DirectCall c(info, {&self}, args.values());
@@ -98,7 +98,7 @@ at::Tensor sum_dim(const at::Tensor& self, at::OptionalIntArrayRef dim, bool kee
 }
 
 at::Tensor mm(const at::Tensor& a, const at::Tensor& b) {
-  NEURON_DEVICE_NUMERICS("aten::mm", "", a, b);
+  NEURON_BOXED_ONLY("aten::mm", "", a, b);
   NEURON_OP_INFO("aten::mm");
   const BorrowedArgs args(a, b);
   DirectCall c(info, {&a, &b}, args.values());
@@ -107,7 +107,7 @@ at::Tensor mm(const at::Tensor& a, const at::Tensor& b) {
 }
 
 at::Tensor bmm(const at::Tensor& a, const at::Tensor& b) {
-  NEURON_DEVICE_NUMERICS("aten::bmm", "", a, b);
+  NEURON_BOXED_ONLY("aten::bmm", "", a, b);
   NEURON_OP_INFO("aten::bmm");
   const BorrowedArgs args(a, b);
   DirectCall c(info, {&a, &b}, args.values());
@@ -117,7 +117,7 @@ at::Tensor bmm(const at::Tensor& a, const at::Tensor& b) {
 
 at::Tensor addmm(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2,
                  const at::Scalar& beta, const at::Scalar& alpha) {
-  NEURON_DEVICE_NUMERICS("aten::addmm", "", self, m1, m2, beta, alpha);
+  NEURON_BOXED_ONLY("aten::addmm", "", self, m1, m2, beta, alpha);
   NEURON_OP_INFO("aten::addmm");
   const BorrowedArgs args(self, m1, m2, beta, alpha);
   DirectCall c(info, {&self, &m1, &m2}, args.values());
@@ -126,7 +126,7 @@ at::Tensor addmm(const at::Tensor& self, const at::Tensor& m1, const at::Tensor&
 }
 
 at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
-  NEURON_DEVICE_NUMERICS("aten::index", "Tensor", self, indices);
+  NEURON_BOXED_ONLY("aten::index", "Tensor", self, indices);
   NEURON_OP_INFO("aten::index.Tensor");
   const BorrowedArgs args(self, indices);
   DirectCall c(info, {&self}, args.values());

@@ -7,19 +7,13 @@
 #include "aten/HostScope.h"
 #include "aten/NativeDecision.h"
 #include "aten/OpRegistry.h"
+#include "aten/ShapeOnly.h"
 #include "runtime/NeuronRuntime.h"
 
 namespace torch_neuron {
 namespace {
 
 constexpr auto kNeuron = c10::DeviceType::PrivateUse1;
-
-bool is_neuron(const at::Tensor& t) { return t.defined() && t.device().type() == kNeuron; }
-
-bool is_optional_generator(const c10::TypePtr& ty) {
-  return ty->kind() == c10::TypeKind::OptionalType &&
-         ty->castRaw<c10::OptionalType>()->getElementType()->kind() == c10::TypeKind::GeneratorType;
-}
 
 c10::ScalarType first_dtype(c10::ScalarType cur, const at::Tensor& t) {
   return cur == c10::ScalarType::Undefined ? t.scalar_type() : cur;
@@ -99,54 +93,15 @@ void host_fallback_as(const c10::OperatorHandle& op, torch::jit::Stack* stack, c
   if (!info.is_view && !cost.native) on_fallback(info, dtype);
   if (!info.is_view) check_launch(info, device);
 
+  if (C10_UNLIKELY(shape_only::active()) && !info.is_view &&
+      shape_only::run_boxed(op, stack, info, device, dtype, cost)) {
+    return;
+  }
   // Pass 2: replace arguments by their host forms. The replaced device arguments stay
   // owned here (moved, so without reference-count traffic): the scope borrows them.
   c10::SmallVector<c10::IValue, 8> originals;
   HostScope scope(device);
-  double matrix_k = 0;
-  for (size_t i = 0; i < nargs; ++i) {
-    c10::IValue& v = (*stack)[first + i];
-    if (v.isTensor()) {
-      if (!is_neuron(v.toTensor())) continue;
-      originals.push_back(std::move(v));
-      const at::Tensor& t = originals.back().toTensor();
-      cost.bytes_in += nbytes(t);
-      if (static_cast<int>(i) == info.matrix_arg && t.dim() > 0) matrix_k = static_cast<double>(t.size(-1));
-      v = scope.alias(t);
-    } else if (v.isTensorList()) {
-      originals.push_back(v);
-      auto list = v.toTensorList();
-      c10::List<at::Tensor> out;
-      out.reserve(list.size());
-      for (const at::Tensor& t : list) {
-        cost.bytes_in += is_neuron(t) ? nbytes(t) : 0.0;
-        out.push_back(scope.alias(t));
-      }
-      v = std::move(out);
-    } else if (v.isList() && args[i].type()->kind() == c10::TypeKind::ListType) {
-      bool any = false;
-      for (const c10::IValue& e : v.toListRef()) any = any || (e.isTensor() && is_neuron(e.toTensor()));
-      if (!any) continue;
-      originals.push_back(v);
-      c10::List<std::optional<at::Tensor>> out;
-      for (const c10::IValue& e : v.toListRef()) {
-        if (e.isTensor()) {
-          cost.bytes_in += nbytes(e.toTensor());
-          out.push_back(scope.alias(e.toTensor()));
-        } else {
-          out.push_back(std::nullopt);
-        }
-      }
-      v = std::move(out);
-    } else if (v.isDevice()) {
-      if (v.toDevice().type() == kNeuron) v = c10::Device(c10::DeviceType::CPU);
-    } else if (v.isGenerator() || (v.isNone() && is_optional_generator(args[i].type()))) {
-      // A CPU kernel would draw from a CPU generator: values would not follow the neuron
-      // generator's (seed, offset) counters. Every random op has a kernel in RandomKernels.cpp.
-      TORCH_CHECK_NOT_IMPLEMENTED(false, "neuron: ", info.name,
-                                  " draws random numbers and has no neuron random kernel");
-    }
-  }
+  replace_arguments(scope, info, schema, stack, nargs, cost, originals);
 
   // Device numerics: the tile kernel recomputes a native call's values (see NativeDecision.h).
   const NativeExecutor numerics = cost.native ? native_executor() : nullptr;
@@ -166,32 +121,8 @@ void host_fallback_as(const c10::OperatorHandle& op, torch::jit::Stack* stack, c
     numerics(info, dtype, numerics_inputs, numerics_args,
              c10::ArrayRef<c10::IValue>(stack->data() + rfirst, nret));
   }
-  double out_numel = 0;
-  for (size_t j = rfirst; j < stack->size(); ++j) {
-    c10::IValue& v = (*stack)[j];
-    if (v.isTensor()) {
-      at::Tensor r = scope.result(v.toTensor());
-      if (r.defined()) {
-        cost.bytes_out += nbytes(r);
-        out_numel += static_cast<double>(r.numel());
-      }
-      v = std::move(r);
-    } else if (v.isTensorList()) {
-      auto list = v.toTensorList();
-      c10::List<at::Tensor> out;
-      out.reserve(list.size());
-      for (const at::Tensor& t : list) {
-        at::Tensor r = scope.result(t);
-        cost.bytes_out += nbytes(r);
-        out_numel += r.defined() ? static_cast<double>(r.numel()) : 0.0;
-        out.push_back(std::move(r));
-      }
-      v = std::move(out);
-    }
-  }
+  replace_results(scope, stack, nret, cost);
   if (info.is_view) return;
-  cost.out_numel = out_numel;
-  cost.contraction = matrix_k;
   account(info, device, dtype, /*native=*/false, cost);
 }
 

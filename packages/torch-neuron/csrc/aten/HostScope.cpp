@@ -6,6 +6,7 @@
 
 #include "runtime/NeuronAllocator.h"
 #include "runtime/NeuronRuntime.h"
+#include "runtime/Valueless.h"
 
 namespace torch_neuron {
 namespace {
@@ -38,7 +39,7 @@ c10::DataPtr take_into_device(c10::StorageImpl* hs, c10::DeviceIndex device, voi
   }
   // A kernel returned memory it did not allocate through the CPU allocator
   // (another thread's or a static buffer): copy it into device memory.
-  void* d = raw_alloc(device, n);
+  void* d = raw_alloc(device, n, /*scratch=*/false);
   void* ah = nsimDeviceToHostUnchecked(d);
   std::memcpy(ah, h, n);
   auto old = hs->set_data_ptr(c10::DataPtr(ah, c10::Device(c10::DeviceType::CPU)));
@@ -96,6 +97,7 @@ at::Tensor host_alias_of(const at::Tensor& t) {
 
 at::Tensor HostScope::alias(const at::Tensor& t) {
   if (!is_neuron(t)) return t;
+  if (C10_UNLIKELY(valueless::any()) && valueless::contains(t)) read_valueless_ = true;
   for (auto& tp : tensors_) {
     if (tp.device == t.unsafeGetTensorImpl()) return tp.host;
   }
@@ -151,6 +153,7 @@ at::Tensor HostScope::result(const at::Tensor& host) {
   if (host.is_neg()) t._set_neg(true);
   // Efficient zero tensors (_efficientzerotensor) have no memory; the key says so.
   if (host._is_zerotensor()) t.unsafeGetTensorImpl()->_set_zero(true);
+  if (C10_UNLIKELY(read_valueless_)) valueless::mark(t);
   return t;
 }
 

@@ -22,6 +22,7 @@ at::Tensor host_alias_of(const at::Tensor& t);
 
 class HostScope {
  public:
+  static constexpr c10::DeviceType kDeviceType = c10::DeviceType::CPU;
   explicit HostScope(c10::DeviceIndex device);
   HostScope(const HostScope&) = delete;
   HostScope& operator=(const HostScope&) = delete;
@@ -35,6 +36,9 @@ class HostScope {
   void sync_mutated(const at::Tensor& device_tensor);
   void sync_all();
   c10::DeviceIndex device() const { return device_; }
+  // Whether an aliased tensor held no values (shape-only execution): the kernel's fresh
+  // results then hold none either.
+  bool read_valueless() const { return read_valueless_; }
 
   // Sparse (COO, compressed) and quantized tensors: host forms over aliases of their parts,
   // and device forms of host results (HostLayouts.cpp).
@@ -69,6 +73,7 @@ class HostScope {
   void sync_pair(TensorPair& tp);
 
   c10::DeviceIndex device_;
+  bool read_valueless_ = false;
   ExecutionDeviceScope exec_;
   c10::SmallVector<StoragePair, 6> storages_;
   c10::SmallVector<TensorPair, 6> tensors_;

@@ -3,6 +3,7 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/unfold_native.h>
@@ -13,6 +14,7 @@
 #include "aten/Accounting.h"
 #include "aten/HostScope.h"
 #include "aten/OpRegistry.h"
+#include "aten/ShapeOnly.h"
 #include "runtime/NeuronAllocator.h"
 #include "runtime/NeuronHostAllocator.h"
 #include "runtime/NeuronRuntime.h"
@@ -151,6 +153,33 @@ nsimMemcpyKind copy_kind(const at::Tensor& dst, const at::Tensor& src) {
   return NSIM_MEMCPY_HOST_TO_HOST;
 }
 
+// A copy whose source holds no values (shape-only execution, ShapeOnly.h), or a large one
+// between device tensors in shape-only mode: the timeline entry of the copy and no bytes moved.
+// The destination then holds no values either (on the host: the source's zeros or fill).
+// Returns false for copies that move values.
+bool copy_without_values(at::Tensor& self, const at::Tensor& src, nsimMemcpyKind kind, c10::DeviceIndex device,
+                         size_t nbytes, bool direct, const OpInfo& info) {
+  if (kind == NSIM_MEMCPY_HOST_TO_DEVICE) return false;
+  const std::optional<c10::Scalar> fill = valueless::fill_of(src);
+  if (kind == NSIM_MEMCPY_DEVICE_TO_HOST) {
+    if (!fill) return false;
+    self.fill_(*fill);
+    shape_only::report_read("copy to host", src);
+  } else {
+    if (!fill && !(shape_only::active() && double(nbytes) > shape_only::kValuedBytes)) return false;
+    valueless::mark(self, fill);
+    if (values_only()) return true;
+  }
+  if (direct) {
+    NEURON_CHECK(nsimMemcpyTimelineAsync(self.data_ptr(), src.data_ptr(), nbytes, kind, current_queue(device)));
+  } else {
+    double ns = 0;
+    NEURON_CHECK(nsimModelCopyDuration(device, kind, nbytes, &ns));
+    NEURON_CHECK(nsimLaunch(current_queue(device), info.name_id, NSIM_LAUNCH_MEMCPY, ns, nullptr, nullptr));
+  }
+  return true;
+}
+
 at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
   static OpInfo& info = op_info_by_name("aten::copy_");
   TORCH_CHECK(self.defined() && src.defined(), "copy_: both tensors must be defined");
@@ -174,6 +203,13 @@ at::Tensor& copy_(at::Tensor& self, const at::Tensor& src, bool non_blocking) {
     TORCH_CHECK(self.sizes() == src.sizes() || src.numel() <= 1 || self.numel() == 0,
                 "copy_: shape mismatch ", self.sizes(), " vs ", src.sizes());
     return self;
+  }
+  if (C10_UNLIKELY(valueless::any() || shape_only::active())) {
+    if (copy_without_values(self, src, kind, device, nbytes, direct, info)) {
+      if (!values_only()) count(info, self.scalar_type(), /*native=*/true);
+      return self;
+    }
+    if (kind != NSIM_MEMCPY_DEVICE_TO_HOST) valueless::write_values(self);
   }
   if (kind == NSIM_MEMCPY_DEVICE_TO_DEVICE && values_only()) {
     // Inside a fused kernel's chain (Accounting.h): the values only, no copy on the timeline.
@@ -223,7 +259,14 @@ at::Tensor _copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) 
 c10::Scalar local_scalar_dense(const at::Tensor& self) {
   static OpInfo& info = op_info_by_name("aten::_local_scalar_dense");
   HostScope scope(self.device().index());
-  c10::Scalar s = at::native::_local_scalar_dense_cpu(scope.alias(self));
+  c10::Scalar s;
+  if (const std::optional<c10::Scalar> fill = valueless::fill_of(self)) {
+    // No values (shape-only execution): the zeros or fill the tensor reads as.
+    s = at::native::_local_scalar_dense_cpu(at::full({}, *fill, self.options().device(c10::kCPU)));
+    shape_only::report_read("item", self);
+  } else {
+    s = at::native::_local_scalar_dense_cpu(scope.alias(self));
+  }
   double ns = 0;
   NEURON_CHECK(nsimModelCopyDuration(self.device().index(), NSIM_MEMCPY_DEVICE_TO_HOST,
                                      self.element_size(), &ns));

@@ -243,6 +243,14 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   const double scale = keep == 0.0 ? 0.0 : 1.0 / keep;
   at::Tensor mask = at::empty_like(input, input.options().dtype(at::kBool));
   RandomOp r("aten::native_dropout", input, std::nullopt, static_cast<uint64_t>(input.numel()));
+  if (C10_UNLIKELY(shape_only::active()) &&
+      (nbytes(input) > shape_only::kValuedBytes || valueless::contains(input))) {
+    at::Tensor out = at::empty_like(input);
+    valueless::mark(mask);
+    valueless::mark(out);
+    r.finish(3.0 * double(input.numel()), nbytes(input), nbytes(input) + double(input.numel()));
+    return {out, mask};
+  }
   at::Tensor hmask = r.scope().alias(mask);
   fill_host<bool>(hmask, [&](uint64_t i) {
     const philox::Block b = r.block(i);

@@ -15,6 +15,7 @@
 #include "aten/CostInputs.h"
 #include "aten/HostScope.h"
 #include "aten/OpRegistry.h"
+#include "aten/ShapeOnly.h"
 #include "runtime/NeuronGenerator.h"
 #include "runtime/Philox.h"
 
@@ -89,8 +90,14 @@ template <typename Body>
 void fill_elements(const char* op, const at::Tensor& self, const Gen& gen, double flops_per_element,
                    Body body) {
   RandomOp r(op, self, gen, static_cast<uint64_t>(self.numel()));
-  at::Tensor host = r.scope().alias(self);
-  body(r, host);
+  if (C10_UNLIKELY(shape_only::active()) && nbytes(self) > shape_only::kValuedBytes) {
+    // Shape-only execution: the counters advance as when the values are drawn.
+    valueless::mark(self);
+  } else {
+    at::Tensor host = r.scope().alias(self);
+    body(r, host);
+    valueless::write_values(self);
+  }
   r.finish(flops_per_element * double(self.numel()), 0.0, nbytes(self));
 }
 

@@ -9,6 +9,8 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/transformers/attention.h>
 #include <ATen/ops/_fused_sdp_choice_cpu_dispatch.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward_cpu_dispatch.h>
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_cpu_dispatch.h>
 #include <ATen/ops/empty.h>
@@ -77,7 +79,11 @@ fused_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
   at::Tensor hq = c.in(q), hk = c.in(k), hv = c.in(v);
   std::optional<at::Tensor> hbias;
   if (bias.defined()) hbias = c.in(bias);
-  auto [out, lse] = at::cpu::_scaled_dot_product_flash_attention_for_cpu(hq, hk, hv, dropout_p, is_causal, hbias, scale);
+  // Without values (shape-only execution) the dispatcher's meta kernel gives the shapes.
+  auto [out, lse] = c.valueless()
+                        ? at::_scaled_dot_product_flash_attention_for_cpu(hq, hk, hv, dropout_p, is_causal, hbias, scale)
+                        : at::cpu::_scaled_dot_product_flash_attention_for_cpu(hq, hk, hv, dropout_p, is_causal, hbias,
+                                                                               scale);
   if (C10_UNLIKELY(c.native() && native_executor() != nullptr)) {
     run_numerics(info, q.scalar_type(),
                  {hq, hk, hv, hbias.has_value() ? c10::IValue(*hbias) : c10::IValue(), dropout_p, is_causal,
@@ -112,8 +118,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_attention_backw
   at::Tensor hg = c.in(grad_out), hq = c.in(q), hk = c.in(k), hv = c.in(v), ho = c.in(out), hl = c.in(lse);
   std::optional<at::Tensor> hbias;
   if (attn_bias.defined()) hbias = c.in(attn_bias);
-  auto [gq, gk, gv] = at::cpu::_scaled_dot_product_flash_attention_for_cpu_backward(
-      hg, hq, hk, hv, ho, hl, dropout_p, is_causal, hbias, scale);
+  auto [gq, gk, gv] = c.valueless() ? at::_scaled_dot_product_flash_attention_for_cpu_backward(
+                                          hg, hq, hk, hv, ho, hl, dropout_p, is_causal, hbias, scale)
+                                    : at::cpu::_scaled_dot_product_flash_attention_for_cpu_backward(
+                                          hg, hq, hk, hv, ho, hl, dropout_p, is_causal, hbias, scale);
   if (C10_UNLIKELY(c.native() && native_executor() != nullptr)) {
     run_numerics(info, q.scalar_type(),
                  {hg, hq, hk, hv, hbias.has_value() ? c10::IValue(*hbias) : c10::IValue(), grad_input_mask,

@@ -10,7 +10,10 @@
 #include "aten/HostScope.h"
 #include "aten/NativeDecision.h"
 #include "aten/OpRegistry.h"
+#include "aten/ShapeOnly.h"
 #include "runtime/HostAllocationRedirect.h"
+#include "runtime/NeuronAllocator.h"
+#include "runtime/Valueless.h"
 #include "runtime/NeuronGenerator.h"
 #include "runtime/NeuronRuntime.h"
 #include "runtime/NeuronStream.h"
@@ -24,6 +27,7 @@ namespace {
 py::object* g_py_estimator = nullptr;  // intentionally leaked: called until process exit
 py::object* g_py_executor = nullptr;   // likewise (device numerics)
 py::object* g_py_reporter = nullptr;   // likewise (fallback warnings)
+py::object* g_py_reader = nullptr;     // likewise (host reads of valueless tensors)
 
 py::list to_py(c10::ArrayRef<c10::IValue> values) {
   py::list out;
@@ -86,6 +90,18 @@ bool report_with_python(const OpInfo& info, c10::ScalarType dtype, bool rejected
       .cast<bool>();
 }
 
+// A host read of a valueless tensor (shape-only execution): fn(what, tensor) attributes it to
+// the user's line. Errors in the reader propagate as for the fallback reporter.
+void read_with_python(const char* what, const at::Tensor& t) {
+#if PY_VERSION_HEX >= 0x030D0000
+  if (!Py_IsInitialized() || Py_IsFinalizing()) return;
+#else
+  if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
+#endif
+  py::gil_scoped_acquire gil;
+  py::error_scope pending;
+  (*g_py_reader)(std::string(what), t);
+}
 
 // Launches a compiled graph deferred, between end_deferred_launches and settle_deferred_launches.
 std::vector<DeferredLaunch>& pending_launches() {
@@ -299,6 +315,34 @@ PYBIND11_MODULE(_C, m) {
     if (!g_py_reporter) g_py_reporter = new py::object();
     *g_py_reporter = std::move(fn);
     set_fallback_reporter(&report_with_python);
+  });
+  // Shape-only execution (aten/ShapeOnly.h).
+  m.def("set_shape_only", [](bool on) { shape_only::set_active(on); });
+  m.def("shape_only", [] { return shape_only::active(); });
+  m.def("is_valueless", [](const at::Tensor& t) { return valueless::contains(t); });
+  m.def("valueless_count", [] { return valueless::count(); });
+  m.def("set_host_read_reporter", [](py::object fn) {
+    if (!g_py_reader) g_py_reader = new py::object();
+    const bool none = fn.is_none();
+    *g_py_reader = std::move(fn);
+    shape_only::set_read_reporter(none ? nullptr : &read_with_python);
+  });
+  m.def("set_allocation_phase", [](int phase) {
+    TORCH_CHECK(phase >= 0 && phase < static_cast<int>(kAllocationPhases), "allocation phase ", phase);
+    set_allocation_phase(static_cast<AllocationPhase>(phase));
+  });
+  m.def("allocation_phase", [] { return static_cast<int>(allocation_phase()); });
+  // Allocated bytes of tensors by allocation phase, now and at their high-water, and the host
+  // kernels' scratch apart.
+  m.def("memory_usage", [](int device) {
+    const Usage u = usage(static_cast<c10::DeviceIndex>(device));
+    py::dict d;
+    d["by_phase"] = std::vector<size_t>(u.by_phase.begin(), u.by_phase.end());
+    d["at_peak"] = std::vector<size_t>(u.at_peak.begin(), u.at_peak.end());
+    d["tensor_peak"] = u.tensor_peak;
+    d["scratch"] = u.scratch;
+    d["scratch_peak"] = u.scratch_peak;
+    return d;
   });
   void torch_neuron_bind_distributed(pybind11::module_ & m);  // csrc/distributed/BindingsImpl.h
   torch_neuron_bind_distributed(m);

@@ -24,7 +24,7 @@ struct RedirectAllocator final : public c10::Allocator {
     const c10::DeviceIndex d = t_exec_device;
     TORCH_INTERNAL_ASSERT(d >= 0, "neuron: device-backed host allocation outside host execution");
     if (n == 0) return c10::DataPtr(nullptr, c10::Device(c10::DeviceType::CPU));
-    void* h = nsimDeviceToHostUnchecked(raw_alloc(d, n));
+    void* h = nsimDeviceToHostUnchecked(raw_alloc(d, n, /*scratch=*/true));
     return c10::DataPtr(h, h, &redirect_free, c10::Device(c10::DeviceType::CPU));
   }
   c10::DeleterFnPtr raw_deleter() const override { return &redirect_free; }

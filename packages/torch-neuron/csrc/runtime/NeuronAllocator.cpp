@@ -3,8 +3,10 @@
 #include "runtime/NeuronRuntime.h"
 #include "runtime/NeuronStream.h"
 #include "runtime/SanitizerLog.h"
+#include "runtime/Valueless.h"
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -26,6 +28,8 @@ constexpr size_t kLargeBuffer = 20 << 20;       // large-pool segment size for m
 constexpr size_t kMinLargeAlloc = 10 << 20;     // above this, segments are sized to the request
 constexpr size_t kRoundLarge = 2 << 20;
 
+std::atomic<int> g_phase{0};
+
 struct Block {
   c10::DeviceIndex device;
   c10::StreamId stream;
@@ -36,6 +40,8 @@ struct Block {
   bool allocated = false;
   bool inactive_split_counted = false;
   bool parked = false;  // freed small block waiting in its exact-size list (not in a pool)
+  bool scratch = false;  // a host kernel's allocation that no result adopted (yet)
+  uint8_t phase = 0;     // the allocation phase at malloc (AllocationPhase)
   Block* prev = nullptr;
   Block* next = nullptr;
   std::unordered_set<c10::StreamId> stream_uses;
@@ -64,7 +70,7 @@ class DeviceCache {
  public:
   explicit DeviceCache(c10::DeviceIndex device) : device_(device) { live_.reserve(4096); }
 
-  Block* malloc(size_t requested, c10::StreamId stream) {
+  Block* malloc(size_t requested, c10::StreamId stream, bool scratch = false) {
     std::lock_guard<std::mutex> lock(mutex_);
     const size_t size = round_size(requested);
     const bool small = size <= kSmallSize;
@@ -83,6 +89,8 @@ class DeviceCache {
     }
     block->allocated = true;
     block->requested = requested;
+    block->scratch = scratch;
+    block->phase = static_cast<uint8_t>(g_phase.load(std::memory_order_relaxed));
     live_[block->ptr] = block;
     for_types(small, [&](size_t t) {
       stats_.allocation[t].increase(1);
@@ -91,6 +99,13 @@ class DeviceCache {
       stats_.active_bytes[t].increase(block->size);
       stats_.requested_bytes[t].increase(requested);
     });
+    if (scratch) {
+      usage_.scratch += block->size;
+      usage_.scratch_peak = std::max(usage_.scratch_peak, usage_.scratch);
+    } else {
+      usage_.by_phase[block->phase] += block->size;
+    }
+    note_tensor_peak();
     report_to_profiler(block->ptr, static_cast<int64_t>(block->size));
     return block;
   }
@@ -119,6 +134,8 @@ class DeviceCache {
       stats_.active_bytes[t].decrease(block->size);
       stats_.requested_bytes[t].decrease(block->requested);
     });
+    (block->scratch ? usage_.scratch : usage_.by_phase[block->phase]) -= block->size;
+    block->scratch = false;
     block->requested = 0;
     report_to_profiler(block->ptr, -static_cast<int64_t>(block->size));
     if (!park(block)) merge_and_cache(block);
@@ -133,6 +150,23 @@ class DeviceCache {
     c10::reportMemoryUsageToProfiler(ptr, delta, stats_.allocated_bytes[agg].current,
                                      stats_.reserved_bytes[agg].current,
                                      c10::Device(c10::DeviceType::PrivateUse1, device_));
+  }
+
+  // A host kernel's allocation became a neuron tensor's storage: no longer scratch.
+  void adopt(void* ptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = live_.find(ptr);
+    if (it == live_.end() || !it->second->scratch) return;
+    Block* b = it->second;
+    b->scratch = false;
+    usage_.scratch -= b->size;
+    usage_.by_phase[b->phase] += b->size;
+    note_tensor_peak();
+  }
+
+  Usage usage() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return usage_;
   }
 
   bool record_stream(void* ptr, c10::StreamId stream) {
@@ -155,6 +189,9 @@ class DeviceCache {
   void reset_peak() {
     std::lock_guard<std::mutex> lock(mutex_);
     each_stat([](c10::CachingAllocator::Stat& s) { s.reset_peak(); });
+    usage_.tensor_peak = tensor_bytes();
+    usage_.at_peak = usage_.by_phase;
+    usage_.scratch_peak = usage_.scratch;
   }
   void reset_accumulated() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -166,6 +203,16 @@ class DeviceCache {
   }
 
  private:
+  size_t tensor_bytes() const {
+    return stats_.allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)].current - usage_.scratch;
+  }
+  void note_tensor_peak() {
+    const size_t cur = tensor_bytes();
+    if (cur <= usage_.tensor_peak) return;
+    usage_.tensor_peak = cur;
+    usage_.at_peak = usage_.by_phase;
+  }
+
   static size_t round_size(size_t n) {
     if (n < kMinBlockSize) return kMinBlockSize;
     return (n + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
@@ -359,6 +406,7 @@ class DeviceCache {
   std::unordered_map<void*, Block*> live_;
   std::unordered_map<size_t, std::vector<Block*>> parked_;  // size / kMinBlockSize -> blocks
   DeviceStats stats_;
+  Usage usage_;
 };
 
 std::vector<std::unique_ptr<DeviceCache>>& caches() {
@@ -383,6 +431,7 @@ void log_alloc(const Block* b, c10::DeviceIndex device, c10::StreamId stream) {
 void free_device_ptr(void* ptr) {
   // In a forked child the block is the parent's: the child's copy of the cache stays as it is.
   if (!ptr || C10_UNLIKELY(in_bad_fork())) return;
+  if (C10_UNLIKELY(valueless::any())) valueless::forget(ptr);
   // The address range says which device's cache owns the block (no runtime lock).
   const int device = nsimDeviceOfUnchecked(ptr);
   if (device >= 0 && device < static_cast<int>(caches().size())) {
@@ -457,16 +506,22 @@ void record_stream(const c10::DataPtr& ptr, c10::Stream stream) {
   g_allocator.recordStream(ptr, stream);
 }
 
-void* raw_alloc(c10::DeviceIndex device, size_t nbytes) {
+void* raw_alloc(c10::DeviceIndex device, size_t nbytes, bool scratch) {
   const c10::StreamId stream = current_stream(device).id();
-  Block* b = cache(device).malloc(std::max<size_t>(nbytes, 1), stream);
+  Block* b = cache(device).malloc(std::max<size_t>(nbytes, 1), stream, scratch);
   if (C10_UNLIKELY(sanitizing())) log_alloc(b, device, stream);
   return b->ptr;
 }
 
 void raw_free(void* device_ptr) { free_device_ptr(device_ptr); }
 
+void set_allocation_phase(AllocationPhase phase) { g_phase.store(static_cast<int>(phase)); }
+AllocationPhase allocation_phase() { return static_cast<AllocationPhase>(g_phase.load()); }
+
+Usage usage(c10::DeviceIndex device) { return cache(device).usage(); }
+
 c10::DataPtr adopt_raw(void* device_ptr, c10::DeviceIndex device) {
+  cache(device).adopt(device_ptr);
   return c10::DataPtr(device_ptr, device_ptr, &free_device_ptr,
                       c10::Device(c10::DeviceType::PrivateUse1, device));
 }

@@ -2,6 +2,7 @@
 
 #include "runtime/NeuronAllocator.h"
 #include "runtime/NeuronRuntime.h"
+#include "runtime/Valueless.h"
 
 #include <algorithm>
 
@@ -17,9 +18,11 @@ void resize_storage_bytes(c10::StorageImpl* storage, size_t nbytes, c10::DeviceI
   }
   c10::DataPtr fresh;
   if (nbytes > 0) {
-    fresh = adopt_raw(raw_alloc(device, nbytes), device);
+    fresh = adopt_raw(raw_alloc(device, nbytes, /*scratch=*/false), device);
     const size_t keep = std::min(nbytes, storage->nbytes());
-    if (keep > 0 && old.get()) {
+    // A valueless storage stays valueless in its new memory, with nothing to copy.
+    const bool valueless_old = valueless::moved(old.get(), fresh.get());
+    if (keep > 0 && old.get() && !valueless_old) {
       NEURON_CHECK(nsimMemcpy(fresh.get(), old.get(), keep, NSIM_MEMCPY_DEVICE_TO_DEVICE));
     }
   } else {
