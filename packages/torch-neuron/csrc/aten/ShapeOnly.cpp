@@ -184,6 +184,66 @@ std::string first_line(const char* what) {
   return s.substr(0, s.find('\n'));
 }
 
+// Valueless operands this large or smaller are read as zeros by ops with small results.
+constexpr double kZeroReadBytes = 64.0 * 1024 * 1024;
+
+// An op with small results computes them reading its valueless operands as the zeros (or fill)
+// they read as: small ones are written with it and carry values from then on, larger ones are
+// replaced by a broadcast host constant. So flags derived from valueless data (a generation's
+// finished sequences) hold what a host read of that data gives. `cost` holds the operands'
+// figures; the results' are added here.
+void compute_reading_zeros(const c10::OperatorHandle& op, torch::jit::Stack* stack, OpInfo& info,
+                           c10::DeviceIndex device, c10::ScalarType dtype, CostInputs cost) {
+  const auto& schema = op.schema();
+  const size_t nargs = schema.arguments().size();
+  const size_t first = stack->size() - nargs;
+  HostScope scope(device);
+  c10::SmallVector<at::Tensor, 4> keep;
+  auto form = [&](const at::Tensor& t) -> at::Tensor {
+    if (!is_neuron_tensor(t)) return t;
+    const std::optional<c10::Scalar> fill = valueless::fill_of(t);
+    if (!fill) return scope.alias(t);
+    if (double(t.storage().nbytes()) <= kValuedBytes) {
+      at::Tensor h = host_alias_of(t);
+      h.fill_(*fill);
+      valueless::forget(t.storage().data_ptr().get());
+      return scope.alias(t);
+    }
+    return at::full({}, *fill, t.options().device(c10::kCPU)).expand(t.sizes());
+  };
+  for (size_t i = first; i < stack->size(); ++i) {
+    c10::IValue& v = (*stack)[i];
+    if (v.isTensor()) {
+      v = form(v.toTensor());
+    } else if (v.isTensorList()) {
+      c10::List<at::Tensor> out;
+      for (const at::Tensor& t : v.toTensorList()) out.push_back(form(t));
+      v = std::move(out);
+    } else if (v.isList() && schema.arguments()[i - first].type()->kind() == c10::TypeKind::ListType) {
+      bool any = false;
+      for (const c10::IValue& e : v.toListRef()) any = any || (e.isTensor() && is_neuron_tensor(e.toTensor()));
+      if (!any) continue;
+      c10::List<std::optional<at::Tensor>> out;
+      for (const c10::IValue& e : v.toListRef()) {
+        if (e.isTensor()) {
+          out.push_back(form(e.toTensor()));
+        } else {
+          out.push_back(std::nullopt);
+        }
+      }
+      v = std::move(out);
+    } else if (v.isDevice() && v.toDevice().type() == c10::DeviceType::PrivateUse1) {
+      v = c10::Device(c10::DeviceType::CPU);
+    }
+  }
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  scope.sync_all();
+  cost.bytes_out = 0;
+  cost.out_numel = 0;
+  replace_results(scope, stack, schema.returns().size(), cost);
+  account(info, device, dtype, /*native=*/false, cost);
+}
+
 void restore(torch::jit::Stack* stack, size_t first, const std::vector<c10::IValue>& saved) {
   stack->erase(stack->begin() + static_cast<std::ptrdiff_t>(first), stack->end());
   stack->insert(stack->end(), saved.begin(), saved.end());
@@ -288,7 +348,9 @@ bool run_boxed(const c10::OperatorHandle& op, torch::jit::Stack* stack, OpInfo& 
   }
   // Factory ops (arange, eye, ... into a neuron tensor) compute their values.
   if (!operands) return false;
-  if (!returns_tensors(schema)) {
+  bool writes_args = false;
+  for (const auto& p : params) writes_args = writes_args || writes(p);
+  if (!returns_tensors(schema) && !writes_args) {
     if (!without_values) return false;
     run_on_zeros(op, stack, info, device, dtype, cost);
     return true;
@@ -317,18 +379,23 @@ bool run_boxed(const c10::OperatorHandle& op, torch::jit::Stack* stack, OpInfo& 
     stack->insert(stack->end(), bounded.begin(), bounded.end());
   }
   const size_t nret = schema.returns().size();
+  double result_bytes = 0;
+  for (size_t j = stack->size() - nret; j < stack->size(); ++j) {
+    const c10::IValue& v = (*stack)[j];
+    if (v.isTensor() && v.toTensor().device().type() == kMeta) result_bytes += nbytes(v.toTensor());
+    if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorList()) result_bytes += t.device().type() == kMeta ? nbytes(t) : 0.0;
+    }
+  }
+  if (without_values && result_bytes <= kValuedBytes && mc.bytes_in <= kZeroReadBytes) {
+    restore(stack, first, saved);
+    compute_reading_zeros(op, stack, info, device, dtype, mc);
+    return true;
+  }
   if (!without_values) {
     // Operands with values: small results keep theirs, so control flow that reads them (masks,
     // positions, counts) goes as in an executed run.
-    double bytes = 0;
-    for (size_t j = stack->size() - nret; j < stack->size(); ++j) {
-      const c10::IValue& v = (*stack)[j];
-      if (v.isTensor() && v.toTensor().device().type() == kMeta) bytes += nbytes(v.toTensor());
-      if (v.isTensorList()) {
-        for (const at::Tensor& t : v.toTensorList()) bytes += t.device().type() == kMeta ? nbytes(t) : 0.0;
-      }
-    }
-    if (bytes <= kValuedBytes) {
+    if (result_bytes <= kValuedBytes) {
       restore(stack, first, saved);
       return false;
     }

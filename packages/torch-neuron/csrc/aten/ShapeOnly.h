@@ -4,7 +4,9 @@
 // Which results carry values (runtime/Valueless.h holds the storages that do not):
 // - host-to-device copies and factory ops (no neuron operand) compute as in an executed run;
 // - an op whose neuron operands all carry values and whose results take at most
-//   kValuedBytes computes as in an executed run;
+//   kValuedBytes computes as in an executed run; with valueless operands of at most 64 MiB in
+//   all it computes too, reading them as the zeros they read as, so flags derived from them
+//   (a generation's finished sequences) are what a host read of that data gives;
 // - every other op computes its results' shapes with ATen's meta kernels and allocates them
 //   from the caching allocator without writing them: they read as zeros (a fill's constant for
 //   fill_/zero_). Data-dependent sizes take their upper bound (nonzero, masked_select, boolean

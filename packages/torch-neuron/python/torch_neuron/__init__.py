@@ -85,6 +85,11 @@ from . import sanitizer  # noqa: E402  (the stream-race sanitizer, TORCH_NEURON_
 
 sanitizer._enable_from_environment()
 
+if _env.get_bool("TORCH_NEURON_SHAPE_ONLY"):
+    from .projection import shape_execution as _shape_execution  # noqa: E402
+
+    _shape_execution._enable_from_environment()
+
 
 from .native import NKIKernel, nki_op, wrap_nki  # noqa: E402
 

@@ -54,6 +54,14 @@ REGISTRY: tuple[EnvVar, ...] = (
            "with both ops and stacks on a race; warn: a StreamRaceWarning instead; 0: off (no "
            "cost). Read at import (also torch_neuron.sanitizer.enable()/disable()).",
            choices=("0", "raise", "warn")),
+    EnvVar("TORCH_NEURON_SHAPE_ONLY", "bool", "0",
+           "1: the process runs shape-only (torch_neuron.projection.shape_only): every op on neuron is "
+           "decided and costed as when it executes, but only small results of operands with values, "
+           "factory ops and host-to-device copies compute values; the rest read as zeros. The projection "
+           "report is printed when the process ends. Read at import."),
+    EnvVar("TORCH_NEURON_MODEL_FLOPS", "float", "(unset)",
+           "model flops per step for the MFU of shape-only runs (set by `python -m torch_neuron.projection "
+           "--model-flops`); unset: the counted flops of the launches."),
     EnvVar("LOCAL_RANK", "int", "(unset)",
            "set by torchrun: the c10d backend 'neuron' binds the process to neuron:(LOCAL_RANK % device_count)."),
     EnvVar("TORCH_DEVICE_BACKEND_AUTOLOAD", "bool", "1",

@@ -24,7 +24,9 @@ import neuron_sim
 import torch
 from neuron_sim.projection import Assumptions, summarize, transformer_flops_per_token
 
-__all__ = ["Assumptions", "Region", "region", "transformer_flops_per_token"]
+from .shape_execution import ShapeOnlyRun, shape_only
+
+__all__ = ["Assumptions", "Region", "region", "ShapeOnlyRun", "shape_only", "transformer_flops_per_token"]
 
 # Set by the CLI in the child it runs: every region appends its summary to this JSON-lines file.
 OUTPUT_ENV = "TORCH_NEURON_PROJECTION_OUT"

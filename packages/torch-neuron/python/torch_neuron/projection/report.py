@@ -30,7 +30,36 @@ def terminal_lines(s: dict) -> list[str]:
         lines.append("  " + _batch_line(s["batch_search"]))
     top = list(s["by_op_ms"].items())[:5]
     lines.append("  top ops per step: " + ", ".join(f"{k} {v / s['steps']:.3f} ms" for k, v in top))
+    if s.get("shape_only"):
+        lines.extend(_shape_only_lines(s))
     return lines
+
+
+def _shape_only_lines(s: dict) -> list[str]:
+    """What a shape-only run adds: the first step, where memory went, the host reads."""
+    lines = [f"  shape-only: {s['steps_total']} step(s), the first {s['first_step_ms']:.3f} ms"
+             + ("" if s["steps_total"] > 1 else " (no steady state: one step)")]
+    if s.get("out_of_memory"):
+        lines.append(f"  OUT OF MEMORY at {s.get('out_of_memory_at', '?')}: {s['out_of_memory']}")
+    held = ", ".join(f"{k} {_gib(v)}" for k, v in s["memory_at_peak"].items() if v)
+    lines.append(f"  memory at the tensors' high-water ({_gib(s['tensor_peak_bytes'])}): {held or 'nothing'}")
+    if s.get("host_scratch_bytes"):
+        lines.append(f"  host kernels' scratch (apart): {_mib(s['host_scratch_bytes'])}")
+    reads = s.get("host_reads") or []
+    if reads:
+        lines.append(f"  host reads of valueless tensors (they read as zeros): "
+                     + ", ".join(f"{r['what']} at {r['where']} x{r['count']}" for r in reads[:6])
+                     + (f" and {len(reads) - 6} more" if len(reads) > 6 else ""))
+    return lines
+
+
+def json_row(s: dict) -> dict:
+    """One profile's figures for --json."""
+    keys = ("step_time_ms", "first_step_ms", "steps", "steps_total", "hfu", "mfu", "model_flops_per_step",
+            "counted_flops_per_step", "by_model_ms", "by_origin_ms", "hbm_peak_bytes", "tensor_peak_bytes",
+            "hbm_capacity_bytes", "fits", "memory_at_peak", "host_reads", "host_scratch_bytes", "out_of_memory",
+            "out_of_memory_at", "batch_search", "sources")
+    return {k: s[k] for k in keys if k in s}
 
 
 def _scale(x: float) -> str:
