@@ -27,7 +27,7 @@ pkg_files = $(wildcard $(shell git ls-files --cached --others --exclude-standard
               find packages/$(1) -type f -not -path '*/build/*' -not -path '*/__pycache__/*' \
               -not -path '*/.pytest_cache/*' -not -path '*.egg-info/*' -not -name '*.so' 2>/dev/null))
 
-.PHONY: install test demo bench test-upstream lint patched-torch clean help test-cpp test-pkg test-sanitize test-fuzz-long test-models test-kernels-full test-native-verified
+.PHONY: test-projection install test demo bench test-upstream lint patched-torch clean help test-cpp test-pkg test-sanitize test-fuzz-long test-models test-kernels-full test-native-verified
 
 help:
 	@echo "make install        create $(VENV), install torch==2.13.0, every package ($(PRESENT)) and $(ECOSYSTEM_REQUIREMENTS)"
@@ -40,6 +40,7 @@ help:
 	@echo "make test-fuzz-long (long) op fuzzing against CPU, FUZZ_EXAMPLES per family, FUZZ_SEED"
 	@echo "make bench          benchmarks (ratios against a baseline measured in the same run)"
 	@echo "make test-upstream  PyTorch's device-generic suites and eleven upstream test files on 'neuron', vanilla and patched torch"
+	@echo "make test-projection  every shape-only workload against its executed run (tests/projection)"
 	@echo "make test-models    every transformers architecture, tiny config, trained on 'neuron' vs CPU"
 	@echo "make test-native-verified  (long) record the models' native calls, replay each under device numerics"
 	@echo "                    vs CPU, rewrite packages/torch-neuron/docs/native-verified.{json,md} (NATIVE_VERIFIED_SAMPLE=5)"
@@ -192,3 +193,7 @@ lint: install
 
 clean:
 	rm -rf $(STAMPS) packages/*/build build .venv-patched
+
+# Every shape-only workload against its executed run (make test runs a fixed sample of them).
+test-projection: install
+	TORCH_NEURON_PROJECTION_FULL=1 $(PYTEST) tests/projection

@@ -3,6 +3,7 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/index.h>
 #include <ATen/ops/zeros.h>
@@ -209,7 +210,9 @@ void compute_reading_zeros(const c10::OperatorHandle& op, torch::jit::Stack* sta
       valueless::forget(t.storage().data_ptr().get());
       return scope.alias(t);
     }
-    return at::full({}, *fill, t.options().device(c10::kCPU)).expand(t.sizes());
+    // Host memory with the operand's strides, so the kernel lays out its results as it would.
+    ExecutionDeviceScope host_memory(-1);
+    return at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kCPU)).fill_(*fill);
   };
   for (size_t i = first; i < stack->size(); ++i) {
     c10::IValue& v = (*stack)[i];

@@ -113,14 +113,22 @@ class ShapeOnlyRun:
         from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
         from torch.nn.modules.module import register_module_forward_pre_hook
 
+        # The first module call ends the setup phase; the hook then removes itself, so compiled
+        # modules trace no hook of ours.
+        first_forward = None
+
         def forward_pre(module, args):
+            if torch.compiler.is_compiling():
+                return
             if _C.allocation_phase() == SETUP:
                 _C.set_allocation_phase(FORWARD)
+            first_forward.remove()
 
+        first_forward = register_module_forward_pre_hook(forward_pre)
         self._hooks = [
             register_optimizer_step_pre_hook(lambda *a: _C.set_allocation_phase(OPTIMIZER)),
             register_optimizer_step_post_hook(self.mark_step),
-            register_module_forward_pre_hook(forward_pre),
+            first_forward,
         ]
         import torch.autograd
         import torch.autograd.graph as graph
