@@ -35,12 +35,13 @@ pyproject_field = $(shell sed -n 's/^$(2) = "\(.*\)"/\1/p' packages/$(1)/pyproje
 dist_stem = $(subst -,_,$(call pyproject_field,$(1),name))-$(call pyproject_field,$(1),version)
 dist_missing = $(if $(and $(wildcard $(DIST)/$(call dist_stem,$(1))-*.whl),$(wildcard $(DIST)/$(call dist_stem,$(1)).tar.gz)),,FORCE)
 
-.PHONY: install wheels FORCE test demo bench test-upstream lint patched-torch clean help test-cpp test-pkg test-sanitize test-fuzz-long test-models test-kernels-full test-native-verified
+.PHONY: install wheels versions FORCE test demo bench test-upstream lint patched-torch clean help test-cpp test-pkg test-sanitize test-fuzz-long test-models test-kernels-full test-native-verified
 
 help:
 	@echo "make install        create $(VENV), install torch==2.13.0, every package ($(PRESENT)) and $(ECOSYSTEM_REQUIREMENTS)"
 	@echo "                    (TORCH_NEURONX_API=0 leaves out torch-neuronx-api, e.g. to keep AWS's torch-neuronx)"
 	@echo "make wheels         every package's wheel and sdist in $(DIST)/ (pip install --find-links $(DIST) <name>)"
+	@echo "make versions       each package's version, CHANGELOG top entry and wheel"
 	@echo "make test           install when needed, run every package's tests and tests/"
 	@echo "make test-pkg PKG=<name>  one package's pytest suite and C++ tests (ctest), e.g. PKG=neuron-ccl"
 	@echo "make test-cpp       every package's C++ tests (ctest)"
@@ -99,6 +100,9 @@ install: $(foreach p,$(PRESENT),$(STAMPS)/$(p)) \
 # The packages' wheels and sdists, built (incrementally) by the package rules above.
 wheels: $(foreach p,$(PRESENT),$(STAMPS)/$(p))
 	@ls -l $(DIST) | awk 'NR > 1 {printf "%-60s %6.1f MiB\n", "$(DIST)/" $$9, $$5 / 1048576}'
+
+versions: $(STAMPS)/venv
+	@$(PY) -m tools.packaging versions
 
 # The C++ tests of package $(1), when its CMakeLists has a *_BUILD_TESTS option.
 define CTEST_PKG

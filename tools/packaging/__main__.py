@@ -1,11 +1,11 @@
-"""Command line: ``python -m tools.packaging build`` (see __init__)."""
+"""Command line: ``python -m tools.packaging {build,versions}`` (see __init__)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from . import build
+from . import build, versions
 from .workspace import DIST, by_directory
 
 
@@ -15,13 +15,17 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("build", help="a package's wheel and sdist into dist/, then the wheel into this environment")
     p.add_argument("package", help="directory under packages/, e.g. neuron-ccl")
     p.add_argument("--jobs", type=int, default=2, help="parallel compile jobs")
+    p = sub.add_parser("versions", help="each package's version, CHANGELOG top entry and wheel")
+    p.add_argument("--check", action="store_true", help="also run the version checks (exit 1 on a problem)")
     args = parser.parse_args(argv)
 
-    pkg = by_directory(args.package)
-    wheel, sdist = build.build(pkg, DIST, args.jobs)
-    build.install(wheel)
-    print(f"   dist/{wheel.name} ({build.size(wheel)}), dist/{sdist.name} ({build.size(sdist)})")
-    return 0
+    if args.cmd == "build":
+        pkg = by_directory(args.package)
+        wheel, sdist = build.build(pkg, DIST, args.jobs)
+        build.install(wheel)
+        print(f"   dist/{wheel.name} ({build.size(wheel)}), dist/{sdist.name} ({build.size(sdist)})")
+        return 0
+    return versions.report(args.check)
 
 
 if __name__ == "__main__":
