@@ -55,15 +55,16 @@ def _installed_as_built(wheel: Path) -> bool:
         return False
     if dist.version != version:
         return False
-    # pip adds the console scripts (../../../bin/...) and byte code to what the wheel holds.
-    installed = {(str(f), f.hash.value) for f in dist.files or () if f.hash and ".dist-info/" not in str(f)
-                 and not str(f).startswith("../") and "__pycache__/" not in str(f)}
+    # pip adds the console scripts (../../../bin/...), byte code and a few dist-info files.
+    added = ("INSTALLER", "REQUESTED", "direct_url.json", "RECORD")
+    installed = {(str(f), f.hash.value) for f in dist.files or () if f.hash and not str(f).startswith("../")
+                 and "__pycache__/" not in str(f) and not (".dist-info/" in str(f) and f.name in added)}
     if not all(f.locate().is_file() for f in dist.files or ()):
         return False
     with zipfile.ZipFile(wheel) as z:
         record = next(n for n in z.namelist() if n.endswith(".dist-info/RECORD"))
         rows = csv.reader(io.StringIO(z.read(record).decode()))
-        built = {(path, digest.split("=", 1)[1]) for path, digest, *_ in rows if digest and ".dist-info/" not in path}
+        built = {(path, digest.split("=", 1)[1]) for path, digest, *_ in rows if digest}
     return installed == built
 
 
