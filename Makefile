@@ -35,13 +35,15 @@ pyproject_field = $(shell sed -n 's/^$(2) = "\(.*\)"/\1/p' packages/$(1)/pyproje
 dist_stem = $(subst -,_,$(call pyproject_field,$(1),name))-$(call pyproject_field,$(1),version)
 dist_missing = $(if $(and $(wildcard $(DIST)/$(call dist_stem,$(1))-*.whl),$(wildcard $(DIST)/$(call dist_stem,$(1)).tar.gz)),,FORCE)
 
-.PHONY: install wheels versions FORCE test demo bench test-upstream lint patched-torch clean help test-cpp test-pkg test-sanitize test-fuzz-long test-models test-kernels-full test-native-verified
+.PHONY: install wheels versions test-packaging check-sdists FORCE test demo bench test-upstream lint patched-torch clean help test-cpp test-pkg test-sanitize test-fuzz-long test-models test-kernels-full test-native-verified
 
 help:
 	@echo "make install        create $(VENV), install torch==2.13.0, every package ($(PRESENT)) and $(ECOSYSTEM_REQUIREMENTS)"
 	@echo "                    (TORCH_NEURONX_API=0 leaves out torch-neuronx-api, e.g. to keep AWS's torch-neuronx)"
 	@echo "make wheels         every package's wheel and sdist in $(DIST)/ (pip install --find-links $(DIST) <name>)"
 	@echo "make versions       each package's version, CHANGELOG top entry and wheel"
+	@echo "make test-packaging the version checks, then each package installed alone from $(DIST)/ and smoke-tested"
+	@echo "make check-sdists   (long) every sdist built with pip's build isolation from $(DIST)/"
 	@echo "make test           install when needed, run every package's tests and tests/"
 	@echo "make test-pkg PKG=<name>  one package's pytest suite and C++ tests (ctest), e.g. PKG=neuron-ccl"
 	@echo "make test-cpp       every package's C++ tests (ctest)"
@@ -104,6 +106,18 @@ wheels: $(foreach p,$(PRESENT),$(STAMPS)/$(p))
 versions: $(STAMPS)/venv
 	@$(PY) -m tools.packaging versions
 
+# The version checks, then each package installed alone into a kept environment of its own
+# (build/packaging/alone/) from the wheels in dist/, and a smoke subset of its tests run there.
+test-packaging: wheels
+	@echo "== versions"
+	@$(PY) -m tools.packaging versions --check
+	@echo "== each package installed alone from $(DIST)/"
+	@$(PY) -m tools.packaging alone --jobs $(JOBS) $(PRESENT)
+
+# Long: every sdist built into a wheel with pip's build isolation, requirements from dist/.
+check-sdists: wheels
+	$(PY) -m tools.packaging sdists --jobs $(JOBS)
+
 # The C++ tests of package $(1), when its CMakeLists has a *_BUILD_TESTS option.
 define CTEST_PKG
 if grep -q "BUILD_TESTS" packages/$(1)/CMakeLists.txt 2>/dev/null; then \
@@ -131,7 +145,7 @@ test-pkg: install
 	@$(PYTEST) $(if $(filter $(PKG),$(PARALLEL_SUITES)),-n $(JOBS)) packages/$(PKG)/tests
 	@p=$(PKG); $(call CTEST_PKG,$$p)
 
-test: install test-cpp
+test: install test-cpp test-packaging
 	@set -e; for p in $(PRESENT); do \
 	  echo "== pytest packages/$$p/tests"; \
 	  if echo " $(PARALLEL_SUITES) " | grep -q " $$p "; then \
