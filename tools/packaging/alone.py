@@ -16,8 +16,8 @@ Per package, from the wheels of the build in ``dist/``:
 3. imports: each import in the package's modules names the package itself, the standard
    library or a distribution it declares (its dependencies, or an extra other than 'test'),
    unless guarded by ``except ImportError``; then every module is imported in the environment;
-4. the ``run`` line and the smoke tests, from a copy of ``packages/<package>/tests`` outside the
-   checkout, so nothing of the workspace is importable.
+4. the ``run`` line and the smoke tests, from a copy of ``packages/<package>/tests`` in the
+   environment's directory: only what is installed there is importable, nothing of the checkout.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ _INVENTORY = """
 import json, os, importlib.metadata as m
 dists = {}
 for d in m.distributions():
-    path = getattr(d, "_path", None)
+    path = getattr(d, "_path", None)  # the dist-info directory: a reinstall makes a new one
     dists[d.metadata["Name"]] = {"version": d.version, "requires": d.requires or [],
                                  "stamp": os.stat(path).st_mtime_ns if path else 0}
 print(json.dumps({"dists": dists, "modules": m.packages_distributions()}))
@@ -117,7 +117,7 @@ class Environment:
 
     def run(self, args: list[str], what: str, cwd: Path | None = None, timeout: float = 900) -> str:
         p = subprocess.run(args, cwd=cwd or self.home, env=self.env(), capture_output=True, text=True,
-                           timeout=timeout)
+                           timeout=timeout, check=False)
         if p.returncode != 0:
             raise CheckFailed(f"{what} failed (exit {p.returncode}):\n{(p.stdout + p.stderr).strip()}")
         return p.stdout
@@ -129,7 +129,7 @@ class Environment:
         return json.loads(self.run([str(self.python), "-c", _INVENTORY], "listing the environment"))
 
     def create_if_missing(self) -> None:
-        if self.python.exists() and subprocess.run([str(self.python), "-c", ""], env=self.env()).returncode == 0:
+        if self.python.exists() and subprocess.run([str(self.python), "-c", ""], env=self.env(), check=False).returncode == 0:
             return
         shutil.rmtree(self.home, ignore_errors=True)
         self.home.mkdir(parents=True)
@@ -145,10 +145,14 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _applies(req: Requirement, extras: set[str]) -> bool:
+    """Whether a requirement holds here when the given extras ("" for none) are asked for."""
+    return req.marker is None or any(req.marker.evaluate(dict(default_environment(), extra=e)) for e in extras)
+
+
 def closure(root: Requirement, dists: dict[str, dict]) -> set[str]:
     """Canonical names of the distributions ``root`` needs, as installed in ``dists``."""
     installed = {canonicalize_name(name): info for name, info in dists.items()}
-    marker_env = default_environment()
     needed: dict[str, set[str]] = {}
     todo = [(root, frozenset(root.extras))]
     while todo:
@@ -162,9 +166,7 @@ def closure(root: Requirement, dists: dict[str, dict]) -> set[str]:
             continue
         for text in info["requires"]:
             sub = Requirement(text)
-            wanted = sub.marker is None or any(sub.marker.evaluate(dict(marker_env, extra=e))
-                                               for e in ({""} | needed[key]))
-            if wanted:
+            if _applies(sub, {""} | needed[key]):
                 todo.append((sub, frozenset(sub.extras)))
     return set(needed)
 
@@ -173,14 +175,9 @@ def _declared(metadata_text: str) -> set[str]:
     """Distributions a wheel's modules may import: its Requires-Dist, those of the 'test' extra
     (for the tests only) excepted."""
     fields = email.parser.HeaderParser().parsestr(metadata_text)
-    extras = [""] + [e for e in fields.get_all("Provides-Extra", []) if e != TEST_EXTRA]
-    marker_env = default_environment()
-    declared = set()
-    for text in fields.get_all("Requires-Dist", []):
-        req = Requirement(text)
-        if req.marker is None or any(req.marker.evaluate(dict(marker_env, extra=e)) for e in extras):
-            declared.add(canonicalize_name(req.name))
-    return declared
+    extras = {""} | {e for e in fields.get_all("Provides-Extra", []) if e != TEST_EXTRA}
+    reqs = [Requirement(text) for text in fields.get_all("Requires-Dist", [])]
+    return {canonicalize_name(r.name) for r in reqs if _applies(r, extras)}
 
 
 def import_problems(wheel: Path, modules: dict[str, list[str]]) -> tuple[list[str], list[str]]:
@@ -191,7 +188,7 @@ def import_problems(wheel: Path, modules: dict[str, list[str]]) -> tuple[list[st
         metadata_text = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode()
     name = email.parser.HeaderParser().parsestr(metadata_text)["Name"]
     declared = _declared(metadata_text)
-    own = {name.split("/")[0] for name in sources}
+    own = {path.split("/")[0] for path in sources}
     build_env_modules = metadata.packages_distributions()
     problems = []
     for file, text in sorted(sources.items()):
@@ -248,19 +245,21 @@ def check(pkg: Package, smoke: dict, dist: Path, log: list[str]) -> None:
         env.pip(*install, what=f"pip install --find-links {dist.name} '{root}' after reinstalling {', '.join(changed)}")
         log.append(f"reinstalled {', '.join(changed)} (rebuilt since the last run)")
 
-    # Nothing the requirements do not bring: what a fresh environment would hold.
-    needed = closure(root, env.inventory()["dists"])
-    extra = sorted(name for name in env.inventory()["dists"] if canonicalize_name(name) not in needed | SEEDED)
-    if extra:
-        env.pip("uninstall", "--yes", *extra, what="removing what the package does not need")
-        log.append(f"removed {', '.join(extra)} (not required by {root})")
-    inventory = env.inventory()
-    torch_before, torch_after = before.get("torch"), inventory["dists"].get("torch")
+    after = env.inventory()["dists"]
+    torch_before, torch_after = before.get("torch"), after.get("torch")
     if torch_before and torch_before != torch_after:
         raise CheckFailed(f"pip replaced the environment's torch {torch_before['version']} "
                           f"by {torch_after['version'] if torch_after else 'nothing'}")
     if torch_after and not torch_before:
         log.append(f"installed torch {torch_after['version']} (the environment had none)")
+
+    # Nothing the requirements do not bring: what a fresh environment would hold.
+    needed = closure(root, after) | SEEDED
+    extra = sorted(name for name in after if canonicalize_name(name) not in needed)
+    if extra:
+        env.pip("uninstall", "--yes", *extra, what="removing what the package does not need")
+        log.append(f"removed {', '.join(extra)} (not required by {root})")
+    inventory = env.inventory()
 
     problems, tops = import_problems(wheel, inventory["modules"])
     if problems:

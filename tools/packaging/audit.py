@@ -29,7 +29,7 @@ def _run_paths(elf: bytes) -> list[str] | None:
         f.write(elf)
         f.flush()
         try:
-            out = subprocess.run(["readelf", "-d", f.name], capture_output=True, text=True)
+            out = subprocess.run(["readelf", "-d", f.name], capture_output=True, text=True, check=False)
         except FileNotFoundError:
             return None
     if out.returncode != 0:

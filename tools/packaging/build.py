@@ -34,7 +34,8 @@ def build(pkg: Package, dist: Path = DIST, jobs: int = 2) -> tuple[Path, Path]:
         raise SystemExit(f"build: pip wheel wrote no {pkg.file_stem}-*.whl into {dist}")
     # The PEP 517 sdist hook, as a build frontend calls it: in the package directory.
     hook = subprocess.run([sys.executable, "-c", "import importlib, sys; importlib.import_module(sys.argv[1]).build_sdist(sys.argv[2])",
-                           pkg.build_backend, str(dist.resolve())], cwd=pkg.path, env=env, capture_output=True, text=True)
+                           pkg.build_backend, str(dist.resolve())], cwd=pkg.path, env=env, capture_output=True, text=True,
+                           check=False)
     sdist = pkg.sdist(dist)
     if hook.returncode != 0 or not sdist.is_file():
         raise SystemExit(f"build: the sdist hook of {pkg.build_backend} wrote no {sdist.name} into {dist}:\n"

@@ -26,8 +26,8 @@ from packaging.utils import canonicalize_name
 from .workspace import DIST, ROOT, Package, packages
 
 _HEADING = re.compile(r"^## +(\S+)")
-_SECOND_COPY = (("*.py", re.compile(r"^__version__\s*=\s*['\"]", re.M)),
-                ("CMakeLists.txt", re.compile(r"\bproject\s*\([^)]*\bVERSION\s+[0-9]", re.S)))
+_SECOND_COPY = (("*.py", re.compile(r"^__version__\s*=\s*['\"]", re.MULTILINE)),
+                ("CMakeLists.txt", re.compile(r"\bproject\s*\([^)]*\bVERSION\s+[0-9]", re.DOTALL)))
 _NOT_SOURCES = ("tests/", "bench/", "docs/")
 
 
@@ -54,7 +54,7 @@ def table(root: Path = ROOT) -> list[tuple[str, str, str, str, str]]:
 
 def _git(root: Path, *args: str) -> str | None:
     try:
-        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
     except FileNotFoundError:
         return None
     return out.stdout if out.returncode == 0 else None
