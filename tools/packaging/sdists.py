@@ -37,7 +37,7 @@ def main(jobs: int = 2) -> int:
             found = audit(wheel) if p.returncode == 0 and wheel else []
             if p.returncode != 0 or found:
                 failed.append(pkg.name)
-                print(f"== {sdist.name}: FAILED after {took:.0f} s\n{(p.stdout + p.stderr).strip()}" + "\n".join(found))
+                print("\n".join([f"== {sdist.name}: FAILED after {took:.0f} s", (p.stdout + p.stderr).strip(), *found]))
             else:
                 print(f"== {sdist.name}: built {wheel.name} with build isolation in {took:.0f} s")
     if failed:
