@@ -1,5 +1,6 @@
 # Workspace entry points. `make install` is idempotent and incremental: each package is
 # rebuilt only when one of its files changed (ninja keeps object files in packages/*/build).
+# Each build writes the package's wheel and sdist into dist/ and installs that wheel.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -19,6 +20,7 @@ TORCH_VERSION := 2.13.0
 PRESENT := $(foreach p,$(PACKAGES),$(if $(wildcard packages/$(p)/pyproject.toml),$(p)))
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 JOBS ?= 2
+DIST := dist
 
 # A package's sources: its files that git does not ignore (tracked or new), so nothing a
 # build writes into the tree (build/, *.egg-info/, *.so, __pycache__/) counts as a change;
@@ -27,11 +29,21 @@ pkg_files = $(wildcard $(shell git ls-files --cached --others --exclude-standard
               find packages/$(1) -type f -not -path '*/build/*' -not -path '*/__pycache__/*' \
               -not -path '*/.pytest_cache/*' -not -path '*.egg-info/*' -not -name '*.so' 2>/dev/null))
 
-.PHONY: test-projection install test demo bench test-upstream lint patched-torch clean help test-cpp test-pkg test-sanitize test-fuzz-long test-models test-kernels-full test-native-verified
+# A package's distribution files at its current version ("name-version" as file names spell it,
+# from its pyproject.toml); FORCE rebuilds a package whose wheel or sdist is not in dist/.
+pyproject_field = $(shell sed -n 's/^$(2) = "\(.*\)"/\1/p' packages/$(1)/pyproject.toml)
+dist_stem = $(subst -,_,$(call pyproject_field,$(1),name))-$(call pyproject_field,$(1),version)
+dist_missing = $(if $(and $(wildcard $(DIST)/$(call dist_stem,$(1))-*.whl),$(wildcard $(DIST)/$(call dist_stem,$(1)).tar.gz)),,FORCE)
+
+.PHONY: test-projection install wheels versions test-packaging check-sdists FORCE test demo bench test-upstream lint patched-torch clean help test-cpp test-pkg test-sanitize test-fuzz-long test-models test-kernels-full test-native-verified
 
 help:
 	@echo "make install        create $(VENV), install torch==2.13.0, every package ($(PRESENT)) and $(ECOSYSTEM_REQUIREMENTS)"
 	@echo "                    (TORCH_NEURONX_API=0 leaves out torch-neuronx-api, e.g. to keep AWS's torch-neuronx)"
+	@echo "make wheels         every package's wheel and sdist in $(DIST)/ (pip install --find-links $(DIST) <name>)"
+	@echo "make versions       each package's version, CHANGELOG top entry and wheel"
+	@echo "make test-packaging the version checks, then each package installed alone from $(DIST)/ and smoke-tested"
+	@echo "make check-sdists   (long) every sdist built with pip's build isolation from $(DIST)/"
 	@echo "make test           install when needed, run every package's tests and tests/"
 	@echo "make test-pkg PKG=<name>  one package's pytest suite and C++ tests (ctest), e.g. PKG=neuron-ccl"
 	@echo "make test-cpp       every package's C++ tests (ctest)"
@@ -54,10 +66,12 @@ $(STAMPS)/venv:
 	$(PIP) install -r ci/requirements-dev.txt
 	@touch $@
 
+# Wheel and sdist into dist/ against the venv (no build isolation: the build tree is reused),
+# then the wheel into the venv.
 define PACKAGE_RULE
-$(STAMPS)/$(1): $(STAMPS)/venv $(call pkg_files,$(1)) $(foreach d,$(2),$(STAMPS)/$(d))
+$(STAMPS)/$(1): $(STAMPS)/venv $(call pkg_files,$(1)) $(foreach d,$(2),$(STAMPS)/$(d)) $(call dist_missing,$(1))
 	@echo "== building $(1)"
-	$(PIP) install --no-build-isolation --no-deps ./packages/$(1)
+	$(PY) -m tools.packaging build $(1) --jobs $(JOBS)
 	@touch $$@
 endef
 $(eval $(call PACKAGE_RULE,neuron-sim,))
@@ -66,10 +80,11 @@ $(eval $(call PACKAGE_RULE,neuron-ccl,neuron-sim))
 $(eval $(call PACKAGE_RULE,torch-neuron,$(filter neuron-sim neuron-kernels neuron-ccl,$(PRESENT))))
 # AWS's torch-neuronx ships the same top-level package `torch_neuronx`: stop before either
 # overwrites the other's files (torch_neuronx checks it again at import, for a later install).
-$(STAMPS)/torch-neuronx-api: $(STAMPS)/venv $(call pkg_files,torch-neuronx-api) $(STAMPS)/torch-neuron
+$(STAMPS)/torch-neuronx-api: $(STAMPS)/venv $(call pkg_files,torch-neuronx-api) $(STAMPS)/torch-neuron \
+                             $(call dist_missing,torch-neuronx-api)
 	@$(PY) packages/torch-neuronx-api/torch_neuronx/ownership.py
 	@echo "== building torch-neuronx-api"
-	$(PIP) install --no-build-isolation --no-deps ./packages/torch-neuronx-api
+	$(PY) -m tools.packaging build torch-neuronx-api --jobs $(JOBS)
 	@touch $@
 
 
@@ -84,6 +99,25 @@ $(STAMPS)/ecosystem: $(STAMPS)/venv $(ECOSYSTEM_REQUIREMENTS) $(wildcard $(ECOSY
 
 install: $(foreach p,$(PRESENT),$(STAMPS)/$(p)) \
          $(if $(wildcard $(ECOSYSTEM_REQUIREMENTS)),$(STAMPS)/ecosystem)
+
+# The packages' wheels and sdists, built (incrementally) by the package rules above.
+wheels: $(foreach p,$(PRESENT),$(STAMPS)/$(p))
+	@ls -l $(DIST) | awk 'NR > 1 {printf "%-60s %6.1f MiB\n", "$(DIST)/" $$9, $$5 / 1048576}'
+
+versions: $(STAMPS)/venv
+	@$(PY) -m tools.packaging versions
+
+# The version checks, then each package installed alone into a kept environment of its own
+# (build/packaging/alone/) from the wheels in dist/, and a smoke subset of its tests run there.
+test-packaging: wheels
+	@echo "== versions"
+	@$(PY) -m tools.packaging versions --check
+	@echo "== each package installed alone from $(DIST)/"
+	@$(PY) -m tools.packaging alone --jobs $(JOBS) $(PRESENT)
+
+# Long: every sdist built into a wheel with pip's build isolation, requirements from dist/.
+check-sdists: wheels
+	$(PY) -m tools.packaging sdists --jobs $(JOBS)
 
 # The C++ tests of package $(1), when its CMakeLists has a *_BUILD_TESTS option.
 define CTEST_PKG
@@ -112,7 +146,7 @@ test-pkg: install
 	@$(PYTEST) $(if $(filter $(PKG),$(PARALLEL_SUITES)),-n $(JOBS)) packages/$(PKG)/tests
 	@p=$(PKG); $(call CTEST_PKG,$$p)
 
-test: install test-cpp
+test: install test-cpp test-packaging
 	@set -e; for p in $(PRESENT); do \
 	  echo "== pytest packages/$$p/tests"; \
 	  if echo " $(PARALLEL_SUITES) " | grep -q " $$p "; then \
@@ -192,7 +226,7 @@ lint: install
 	$(PY) -m ruff check packages tools tests
 
 clean:
-	rm -rf $(STAMPS) packages/*/build build .venv-patched
+	rm -rf $(STAMPS) packages/*/build build .venv-patched $(DIST)
 
 # Every shape-only workload against its executed run (make test runs a fixed sample of them).
 test-projection: install

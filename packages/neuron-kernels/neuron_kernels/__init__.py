@@ -7,10 +7,12 @@
   ``estimate_ns`` (simulated device time).
 """
 
+from importlib import metadata as _metadata
+
 from . import language
 from .language import TensorSpec, jit
 from .registry import OpEntry, lookup, native_ops, table
 
-__version__ = "0.1.0"
+__version__ = _metadata.version("neuron-kernels")  # written once, in pyproject.toml
 
 __all__ = ["language", "jit", "TensorSpec", "lookup", "OpEntry", "native_ops", "table", "__version__"]

@@ -14,7 +14,7 @@ if _problem is not None:
     raise ImportError(_problem)
 del _problem
 
-__version__ = "0.1.0"
+__version__ = _ownership.metadata.version(_ownership.DISTRIBUTION)  # written once, in pyproject.toml
 
 import torch_neuron as _backend
 

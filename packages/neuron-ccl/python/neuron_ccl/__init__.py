@@ -10,6 +10,7 @@ placed on the device's default queue for its modelled interconnect time.
 from __future__ import annotations
 
 import os
+from importlib import metadata as _metadata
 
 from . import _C
 from ._C import (
@@ -22,7 +23,7 @@ from ._C import (
     select_algorithm,
 )
 
-__version__ = "0.2.0"
+__version__ = _metadata.version("neuron-ccl")  # written once, in pyproject.toml
 
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "bool")
 REDUCE_OPS = ("sum", "product", "min", "max", "avg", "premul_sum", "band", "bor", "bxor")

@@ -26,6 +26,7 @@ busbw <= min(B, M/n) (shared/facts/collectives.md §5).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import multiprocessing as mp
 import os
 import socket
@@ -243,6 +244,9 @@ def main(argv=None) -> None:
     p.add_argument("--transport", default=None, choices=["auto", "shm", "tcp"],
                    help="sets NEURON_CCL_TRANSPORT for the ranks (default: the environment's)")
     args = p.parse_args(argv)
+    if args.baseline == "gloo" and importlib.util.find_spec("torch") is None:
+        p.error("the gloo baseline runs torch.distributed, and torch is not installed: "
+                "pip install 'neuron-ccl[bench]', or pass --baseline none")
     args.sizes = [parse_size(s) for s in args.sizes.split(",")]
     args.algos = [a.strip() for a in args.algos.split(",") if a.strip()]
     if args.transport:

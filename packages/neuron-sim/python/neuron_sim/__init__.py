@@ -11,6 +11,8 @@ environment (see ``env_registry()``); ``shutdown()`` then ``init()`` re-reads it
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+
 from . import _C
 from ._C import Event, Queue
 from .device import (
@@ -83,7 +85,7 @@ from .device_timeline import (
     timeline_clear,
 )
 
-__version__ = "0.1.0"
+__version__ = _metadata.version("neuron-sim")  # written once, in pyproject.toml
 API_VERSION = _C.API_VERSION
 
 

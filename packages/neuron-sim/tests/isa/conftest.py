@@ -10,5 +10,5 @@ import os
 import neuron_sim
 
 _SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "python", "neuron_sim"))
-if _SRC not in neuron_sim.__path__:
+if os.path.isdir(_SRC) and _SRC not in neuron_sim.__path__:  # not in a copy of the tests
     neuron_sim.__path__.insert(0, _SRC)

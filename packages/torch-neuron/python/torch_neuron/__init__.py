@@ -6,7 +6,9 @@ backend under the name ``neuron`` and the device module ``torch.neuron``.
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from importlib import metadata as _metadata
+
+__version__ = _metadata.version("torch-neuron-backend")  # written once, in pyproject.toml
 
 
 def _autoload() -> None:

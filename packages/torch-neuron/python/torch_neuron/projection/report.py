@@ -88,7 +88,11 @@ def _batch_line(b: dict) -> str:
 
 
 def _plots(summaries: list[dict], out_dir: str) -> list[tuple[str, str]]:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError as e:
+        raise ImportError("the projection report draws its plots with matplotlib, which is not installed: "
+                          "pip install 'torch-neuron-backend[report]'") from e
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
